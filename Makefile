@@ -1,0 +1,33 @@
+# flextp: the two commands are `make train` and `make test`; both install missing Debian
+# packages first (scripts/deps.sh) and build with CMake in ./build.
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+CMAKE_ARGS ?=
+SANITIZE ?=
+
+ifneq ($(SANITIZE),)
+  BUILD_DIR := build-sanitize
+  CMAKE_ARGS += -DFLEXTP_SANITIZE=$(SANITIZE) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEXTP_CUDA=OFF
+endif
+
+.PHONY: all deps configure build test train bench clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	./$(BUILD_DIR)/bench_ops
+
+clean:
+	rm -rf build build-sanitize

@@ -1,0 +1,143 @@
+#include "core/ops/elementwise.h"
+
+#include "core/cpu/eigen.h"
+#include "core/dispatch.h"
+#include "core/parallel_for.h"
+
+namespace flextp::cpu {
+namespace {
+
+constexpr int64_t kGrain = 1 << 15;
+
+template <typename T>
+T apply(BinaryOp op, T a, T b) {
+  switch (op) {
+    case BinaryOp::Add: return a + b;
+    case BinaryOp::Sub: return a - b;
+    case BinaryOp::Mul: return a * b;
+  }
+  return T(0);
+}
+
+// Element strides of `in` when broadcast to `out` (0 along broadcast dimensions).
+std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> strides(out.size(), 0);
+  int64_t s = 1;
+  for (size_t i = 0; i < in.size(); ++i) {
+    size_t o = out.size() - 1 - i, k = in.size() - 1 - i;
+    strides[o] = in[k] == 1 ? 0 : s;
+    s *= in[k];
+  }
+  return strides;
+}
+
+// True when `small`, stripped of leading 1s, is a suffix of `big`: it repeats every numel(small).
+bool is_suffix(const Shape& small, const Shape& big) {
+  size_t lead = 0;
+  while (lead < small.size() && small[lead] == 1) ++lead;
+  size_t n = small.size() - lead;
+  if (n > big.size()) return false;
+  for (size_t i = 0; i < n; ++i)
+    if (small[lead + i] != big[big.size() - n + i]) return false;
+  return true;
+}
+
+template <typename T>
+void binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  T* po = out.data<T>();
+  int64_t n = out.numel();
+  const Shape& os = out.shape();
+  if (a.numel() == n && b.numel() == n) {
+    parallel_for(n, kGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) po[i] = apply(op, pa[i], pb[i]);
+    });
+  } else if (a.numel() == n && is_suffix(b.shape(), os)) {  // x op bias
+    int64_t m = b.numel();
+    parallel_for(m ? n / m : 0, kGrain / (m + 1) + 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r)
+        for (int64_t j = 0; j < m; ++j) po[r * m + j] = apply(op, pa[r * m + j], pb[j]);
+    });
+  } else if (b.numel() == n && is_suffix(a.shape(), os)) {  // bias op x
+    int64_t m = a.numel();
+    parallel_for(m ? n / m : 0, kGrain / (m + 1) + 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r)
+        for (int64_t j = 0; j < m; ++j) po[r * m + j] = apply(op, pa[j], pb[r * m + j]);
+    });
+  } else {  // general broadcasting: walk the output index
+    std::vector<int64_t> sa = broadcast_strides(a.shape(), os), sb = broadcast_strides(b.shape(), os);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t rem = i, ia = 0, ib = 0;
+      for (int d = static_cast<int>(os.size()) - 1; d >= 0; --d) {
+        int64_t idx = rem % os[d];
+        rem /= os[d];
+        ia += idx * sa[d];
+        ib += idx * sb[d];
+      }
+      po[i] = apply(op, pa[ia], pb[ib]);
+    }
+  }
+}
+
+}  // namespace
+
+void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  detail::dispatch_float(out.dtype(), "binary op", [&](auto tag) {
+    binary_impl<decltype(tag)>(op, a, b, out);
+  });
+}
+
+void scale(const Tensor& x, double s, Tensor& out) {
+  detail::dispatch_float(x.dtype(), "scale", [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    T ts = static_cast<T>(s);
+    parallel_for(x.numel(), kGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) po[i] = px[i] * ts;
+    });
+  });
+}
+
+void axpy(Tensor& dst, const Tensor& src, double alpha) {
+  detail::dispatch_float(dst.dtype(), "add_inplace", [&](auto tag) {
+    using T = decltype(tag);
+    T* pd = dst.data<T>();
+    const T* ps = src.data<T>();
+    T a = static_cast<T>(alpha);
+    parallel_for(dst.numel(), kGrain, [&](int64_t lo, int64_t hi) {
+      if (alpha == 1.0)
+        for (int64_t i = lo; i < hi; ++i) pd[i] += ps[i];
+      else
+        for (int64_t i = lo; i < hi; ++i) pd[i] += a * ps[i];
+    });
+  });
+}
+
+void sum_to(const Tensor& g, Tensor& out) {
+  detail::dispatch_float(g.dtype(), "sum_to_shape", [&](auto tag) {
+    using T = decltype(tag);
+    const T* pg = g.data<T>();
+    T* po = out.data<T>();
+    int64_t n = g.numel(), m = out.numel();
+    if (is_suffix(out.shape(), g.shape())) {  // bias gradient: sum of rows
+      auto rows = matrix(pg, m ? n / m : 0, m, m);
+      Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(po, m) = rows.colwise().sum();
+      return;
+    }
+    std::fill(po, po + m, T(0));
+    const Shape& gs = g.shape();
+    std::vector<int64_t> so = broadcast_strides(out.shape(), gs);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t rem = i, io = 0;
+      for (int d = static_cast<int>(gs.size()) - 1; d >= 0; --d) {
+        io += (rem % gs[d]) * so[d];
+        rem /= gs[d];
+      }
+      po[io] += pg[i];
+    }
+  });
+}
+
+}  // namespace flextp::cpu

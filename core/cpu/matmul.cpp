@@ -1,0 +1,54 @@
+#include "core/ops/matmul.h"
+
+#include "core/cpu/eigen.h"
+#include "core/dispatch.h"
+
+namespace flextp::cpu {
+namespace {
+
+template <typename T>
+void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool ta, bool tb,
+          bool accumulate) {
+  // op(a) is m x k, op(b) is k x n; stored row-major, transposed operands as their transpose.
+  auto A = matrix(a, ta ? k : m, ta ? m : k, ta ? m : k);
+  auto B = matrix(b, tb ? n : k, tb ? k : n, tb ? k : n);
+  auto C = matrix(c, m, n, n);
+  auto store = [&](const auto& product) {
+    if (accumulate)
+      C.noalias() += product;
+    else
+      C.noalias() = product;
+  };
+  if (ta && tb)
+    store(A.transpose() * B.transpose());
+  else if (ta)
+    store(A.transpose() * B);
+  else if (tb)
+    store(A * B.transpose());
+  else
+    store(A * B);
+}
+
+}  // namespace
+
+void matmul(const Tensor& a, const Tensor& b, Tensor& c, bool ta, bool tb, bool accumulate) {
+  int64_t batch = c.ndim() == 3 ? c.size(0) : 1;
+  int64_t m = c.size(-2), n = c.size(-1);
+  int64_t k = a.size(ta ? -2 : -1);
+  detail::dispatch_float(c.dtype(), "matmul", [&](auto tag) {
+    using T = decltype(tag);
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* pc = c.data<T>();
+    if (batch == 1) {  // Eigen spreads one big product over the threads itself
+      gemm(pa, pb, pc, m, n, k, ta, tb, accumulate);
+      return;
+    }
+    // Many small products: one per thread at a time (Eigen runs single-threaded inside).
+#pragma omp parallel for schedule(static)
+    for (int64_t s = 0; s < batch; ++s)
+      gemm(pa + s * m * k, pb + s * k * n, pc + s * m * n, m, n, k, ta, tb, accumulate);
+  });
+}
+
+}  // namespace flextp::cpu

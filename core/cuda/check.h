@@ -1,0 +1,13 @@
+#pragma once
+// Turns CUDA, cuBLAS, cuDNN and NCCL status codes into flextp::Error naming the call and the code.
+#include <cuda_runtime.h>
+
+#include "core/error.h"
+
+#define FLEXTP_CUDA_CHECK(call)                                                               \
+  do {                                                                                        \
+    cudaError_t flextp_err_ = (call);                                                         \
+    FLEXTP_CHECK(flextp_err_ == cudaSuccess, "CUDA call ", #call, " failed: ",                \
+                 cudaGetErrorName(flextp_err_), " (", cudaGetErrorString(flextp_err_),         \
+                 "); check that a GPU is visible (nvidia-smi) and has free memory");          \
+  } while (0)

@@ -1,0 +1,23 @@
+#pragma once
+// The few CUDA runtime services the core needs (memory, copies, fills). Implemented in
+// runtime.cu when flextp is built with CUDA, and by stubs that explain how to get CUDA otherwise.
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace flextp::cuda {
+
+int device_count();
+void* raw_malloc(int device, size_t bytes);
+void raw_free(int device, void* p);
+// Copies between host and device memory; each side is "on_device" or host.
+void memcpy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes);
+void synchronize();
+// Elementwise fills on device memory (fp32/fp64/int32 by element size).
+void fill(void* dst, size_t n, DType dtype, double value);
+// The same counter-based random numbers as the CPU (see core/random.h).
+void fill_uniform_f32(float* dst, size_t n, uint64_t seed, uint64_t stream, float lo, float hi);
+void fill_normal_f32(float* dst, size_t n, uint64_t seed, uint64_t stream, float mean, float std);
+
+}  // namespace flextp::cuda

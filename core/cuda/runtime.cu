@@ -1,0 +1,95 @@
+// The CUDA side of core/cuda/cuda_runtime_api.h: device memory, copies, fills, random numbers.
+#include <cuda_runtime.h>
+
+#include "core/cuda/check.h"
+#include "core/cuda/cuda_runtime_api.h"
+#include "core/random.h"
+
+namespace flextp::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(size_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+
+template <typename T>
+__global__ void fill_kernel(T* dst, size_t n, T value) {
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) dst[i] = value;
+}
+
+__global__ void uniform_kernel(float* dst, size_t n, uint64_t seed, uint64_t stream, float lo,
+                               float hi) {
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) dst[i] = static_cast<float>(lo + (hi - lo) * rng::uniform(i, stream, seed));
+}
+
+__global__ void normal_kernel(float* dst, size_t n, uint64_t seed, uint64_t stream, float mean,
+                              float std) {
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) dst[i] = static_cast<float>(mean + std * rng::normal(i, stream, seed));
+}
+
+}  // namespace
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+  return n;
+}
+
+void* raw_malloc(int device, size_t bytes) {
+  FLEXTP_CUDA_CHECK(cudaSetDevice(device));
+  void* p = nullptr;
+  if (cudaMalloc(&p, bytes) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the error: the allocator may free its cache and retry
+    return nullptr;
+  }
+  return p;
+}
+
+void raw_free(int device, void* p) {
+  FLEXTP_CUDA_CHECK(cudaSetDevice(device));
+  FLEXTP_CUDA_CHECK(cudaFree(p));
+}
+
+void memcpy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes) {
+  cudaMemcpyKind kind = dst_on_device ? (src_on_device ? cudaMemcpyDeviceToDevice
+                                                       : cudaMemcpyHostToDevice)
+                                      : (src_on_device ? cudaMemcpyDeviceToHost
+                                                       : cudaMemcpyHostToHost);
+  FLEXTP_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
+}
+
+void synchronize() { FLEXTP_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+void fill(void* dst, size_t n, DType dtype, double value) {
+  if (n == 0) return;
+  switch (dtype) {
+    case DType::F32:
+      fill_kernel<<<blocks_for(n), kThreads>>>(static_cast<float*>(dst), n, static_cast<float>(value));
+      break;
+    case DType::F64:
+      fill_kernel<<<blocks_for(n), kThreads>>>(static_cast<double*>(dst), n, value);
+      break;
+    case DType::I32:
+      fill_kernel<<<blocks_for(n), kThreads>>>(static_cast<int32_t*>(dst), n, static_cast<int32_t>(value));
+      break;
+    default: FLEXTP_FAIL("cuda fill of ", dtype_name(dtype), " tensors");
+  }
+  FLEXTP_CUDA_CHECK(cudaGetLastError());
+}
+
+void fill_uniform_f32(float* dst, size_t n, uint64_t seed, uint64_t stream, float lo, float hi) {
+  if (n == 0) return;
+  uniform_kernel<<<blocks_for(n), kThreads>>>(dst, n, seed, stream, lo, hi);
+  FLEXTP_CUDA_CHECK(cudaGetLastError());
+}
+
+void fill_normal_f32(float* dst, size_t n, uint64_t seed, uint64_t stream, float mean, float std) {
+  if (n == 0) return;
+  normal_kernel<<<blocks_for(n), kThreads>>>(dst, n, seed, stream, mean, std);
+  FLEXTP_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace flextp::cuda

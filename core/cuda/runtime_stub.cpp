@@ -1,0 +1,22 @@
+// Used when flextp is built without CUDA: every GPU request fails with a message saying why.
+#include "core/cuda/cuda_runtime_api.h"
+#include "core/error.h"
+
+namespace flextp::cuda {
+namespace {
+[[noreturn]] void no_cuda(const char* what) {
+  FLEXTP_FAIL(what, ": this flextp build has no CUDA backend; rebuild with CUDA found "
+              "(cmake -DFLEXTP_CUDA=ON, nvcc on PATH or at /usr/local/cuda)");
+}
+}  // namespace
+
+int device_count() { return 0; }
+void* raw_malloc(int, size_t) { no_cuda("cuda allocation"); }
+void raw_free(int, void*) { no_cuda("cuda free"); }
+void memcpy(void*, bool, const void*, bool, size_t) { no_cuda("cuda copy"); }
+void synchronize() {}
+void fill(void*, size_t, DType, double) { no_cuda("cuda fill"); }
+void fill_uniform_f32(float*, size_t, uint64_t, uint64_t, float, float) { no_cuda("cuda uniform"); }
+void fill_normal_f32(float*, size_t, uint64_t, uint64_t, float, float) { no_cuda("cuda randn"); }
+
+}  // namespace flextp::cuda

@@ -1,0 +1,48 @@
+#pragma once
+// Where an op chooses its kernel: core/cpu/<op>.cpp on the CPU, core/cuda/<op>.cu on the GPU.
+// Both implement the functions declared in namespace cpu and cuda of core/ops/<op>.h.
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace flextp::detail {
+
+[[noreturn]] inline void no_cuda_kernel(const char* fn) {
+#ifdef FLEXTP_WITH_CUDA
+  FLEXTP_FAIL(fn, " has no CUDA kernel yet; run this op on the CPU");
+#else
+  FLEXTP_FAIL(fn, " was given a CUDA tensor, but this flextp build has no CUDA backend");
+#endif
+}
+
+// Runs f(float{}) or f(double{}) for a floating-point dtype (the CPU kernels are templates).
+template <typename F>
+void dispatch_float(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::F32: f(float{}); return;
+    case DType::F64: f(double{}); return;
+    default: FLEXTP_FAIL(op, " needs f32 or f64 tensors, not ", dtype_name(t));
+  }
+}
+
+inline void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
+  FLEXTP_CHECK(a.device() == b.device(), op, ": tensors on different devices: ", a.str(), " and ",
+               b.str());
+}
+
+inline void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
+  FLEXTP_CHECK(a.dtype() == b.dtype(), op, ": dtypes differ: ", a.str(), " and ", b.str());
+}
+
+}  // namespace flextp::detail
+
+#ifdef FLEXTP_WITH_CUDA
+#define FLEXTP_DISPATCH(device, fn, ...) \
+  ((device).is_cuda() ? ::flextp::cuda::fn(__VA_ARGS__) : ::flextp::cpu::fn(__VA_ARGS__))
+#else
+#define FLEXTP_DISPATCH(device, fn, ...) \
+  ((device).is_cuda() ? ::flextp::detail::no_cuda_kernel(#fn) : ::flextp::cpu::fn(__VA_ARGS__))
+#endif
+
+// For ops whose CUDA kernel is not written yet: a clear error instead of a link failure.
+#define FLEXTP_DISPATCH_CPU_ONLY(device, fn, ...) \
+  ((device).is_cuda() ? ::flextp::detail::no_cuda_kernel(#fn) : ::flextp::cpu::fn(__VA_ARGS__))

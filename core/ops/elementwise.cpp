@@ -1,0 +1,89 @@
+#include "core/ops/elementwise.h"
+
+#include <algorithm>
+
+#include "core/autograd.h"
+#include "core/dispatch.h"
+
+namespace flextp {
+
+Shape broadcast_shape(const Shape& a, const Shape& b) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    FLEXTP_CHECK(da == db || da == 1 || db == 1, "shapes ", shape_str(a), " and ", shape_str(b),
+                 " cannot be broadcast together");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Tensor sum_to_shape(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  Tensor out = Tensor::empty(shape, g.dtype(), g.device());
+  FLEXTP_DISPATCH(g.device(), sum_to, g, out);
+  return out;
+}
+
+namespace {
+
+Tensor binary_raw(BinaryOp op, const Tensor& a, const Tensor& b) {
+  detail::check_same_device("binary op", a, b);
+  detail::check_same_dtype("binary op", a, b);
+  Tensor out = Tensor::empty(broadcast_shape(a.shape(), b.shape()), a.dtype(), a.device());
+  FLEXTP_DISPATCH(a.device(), binary, op, a, b, out);
+  return out;
+}
+
+Tensor binary(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
+  Tensor out = binary_raw(op, a, b);
+  Tensor ad = a.detach(), bd = b.detach();
+  record(name, out, {a, b}, [op, ad, bd](const Tensor& g, const std::vector<bool>& needs) {
+    std::vector<Tensor> grads(2);
+    if (op == BinaryOp::Mul) {
+      if (needs[0]) grads[0] = sum_to_shape(binary_raw(BinaryOp::Mul, g, bd), ad.shape());
+      if (needs[1]) grads[1] = sum_to_shape(binary_raw(BinaryOp::Mul, g, ad), bd.shape());
+    } else {
+      if (needs[0]) grads[0] = sum_to_shape(g, ad.shape());
+      if (needs[1]) {
+        Tensor gb = sum_to_shape(g, bd.shape());
+        if (op == BinaryOp::Sub) {
+          Tensor neg = Tensor::empty(gb.shape(), gb.dtype(), gb.device());
+          FLEXTP_DISPATCH(gb.device(), scale, gb, -1.0, neg);
+          gb = neg;
+        }
+        grads[1] = gb;
+      }
+    }
+    return grads;
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, "add", a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Sub, "sub", a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, "mul", a, b); }
+
+Tensor scale(const Tensor& x, double s) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  FLEXTP_DISPATCH(x.device(), scale, x, s, out);
+  record("scale", out, {x}, [s](const Tensor& g, const std::vector<bool>&) {
+    Tensor gx = Tensor::empty(g.shape(), g.dtype(), g.device());
+    FLEXTP_DISPATCH(g.device(), scale, g, s, gx);
+    return std::vector<Tensor>{gx};
+  });
+  return out;
+}
+
+void add_inplace(Tensor& dst, const Tensor& src, double alpha) {
+  FLEXTP_CHECK(dst.shape() == src.shape() && dst.dtype() == src.dtype(), "add_inplace: ",
+               dst.str(), " += ", src.str(), ": shapes or dtypes differ");
+  detail::check_same_device("add_inplace", dst, src);
+  FLEXTP_DISPATCH(dst.device(), axpy, dst, src, alpha);
+}
+
+}  // namespace flextp

@@ -1,0 +1,25 @@
+#include "core/ops/reduce.h"
+
+#include "core/autograd.h"
+#include "core/dispatch.h"
+#include "core/ops/elementwise.h"
+
+namespace flextp {
+
+Tensor sum(const Tensor& x) {
+  Tensor out = Tensor::empty({}, x.dtype(), x.device());
+  FLEXTP_DISPATCH_CPU_ONLY(x.device(), sum_all, x, out);
+  Shape shape = x.shape();
+  record("sum", out, {x}, [shape](const Tensor& g, const std::vector<bool>&) {
+    // d sum / dx = 1 everywhere: the scalar gradient, broadcast.
+    return std::vector<Tensor>{Tensor::full(shape, g.item(), g.dtype(), g.device())};
+  });
+  return out;
+}
+
+Tensor mean(const Tensor& x) {
+  FLEXTP_CHECK(x.numel() > 0, "mean of an empty tensor ", x.str());
+  return scale(sum(x), 1.0 / static_cast<double>(x.numel()));
+}
+
+}  // namespace flextp

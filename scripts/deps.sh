@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages flextp needs, only those missing. Safe to run again: does nothing
+# when everything is present. Without root it prints what to install instead.
+set -euo pipefail
+
+packages=(
+  cmake g++ make
+  libeigen3-dev doctest-dev
+  libopenmpi-dev openmpi-bin
+  nlohmann-json3-dev libcli11-dev
+  fortunes fortunes-min   # the default training corpus (English text)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "flextp deps: missing Debian packages: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "flextp deps: not root; install them with:" >&2
+  echo "  sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "flextp deps: installed ${missing[*]}"

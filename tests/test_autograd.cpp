@@ -1,0 +1,89 @@
+// The autograd engine: accumulation, no-grad, freed graphs, non-scalar roots, deep graphs.
+#include <doctest/doctest.h>
+
+#include "core/autograd.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/reduce.h"
+#include "tests/gradcheck.h"
+
+using namespace flextp;
+
+TEST_CASE("a tensor used twice gets the sum of both gradients") {
+  Tensor x = Tensor::from_vector<double>({1, 2, 3}, {3});
+  x.set_requires_grad(true);
+  sum(add(mul(x, x), scale(x, 3))).backward();  // d/dx (x^2 + 3x) = 2x + 3
+  test::check_values(x.grad(), {5, 7, 9});
+}
+
+TEST_CASE("leaf gradients accumulate across backward calls until zero_grad") {
+  Tensor x = Tensor::from_vector<double>({1, 2}, {2});
+  x.set_requires_grad(true);
+  sum(scale(x, 2)).backward();
+  sum(scale(x, 2)).backward();
+  test::check_values(x.grad(), {4, 4});
+  x.zero_grad();
+  CHECK_FALSE(x.grad().defined());
+}
+
+TEST_CASE("no-grad records nothing") {
+  Tensor x = Tensor::ones({2});
+  x.set_requires_grad(true);
+  {
+    NoGradGuard guard;
+    CHECK_FALSE(grad_enabled());
+    Tensor y = scale(x, 2);
+    CHECK(y.grad_fn() == nullptr);
+    CHECK_FALSE(y.requires_grad());
+  }
+  CHECK(grad_enabled());
+  CHECK(scale(x, 2).grad_fn() != nullptr);
+  CHECK(scale(Tensor::ones({2}), 2).grad_fn() == nullptr);  // no input needs a gradient
+}
+
+TEST_CASE("backward errors: freed graph, non-scalar root, nothing to differentiate") {
+  Tensor x = Tensor::ones({3});
+  x.set_requires_grad(true);
+  Tensor loss = sum(scale(x, 2));
+  loss.backward();
+  CHECK_THROWS_WITH_AS(loss.backward(), doctest::Contains("already freed"), Error);
+
+  Tensor y = scale(x, 2);
+  CHECK_THROWS_WITH_AS(y.backward(), doctest::Contains("non-scalar tensor f32[3]"), Error);
+  y.backward(Tensor::ones({3}));  // an explicit gradient is fine
+  CHECK_THROWS_WITH_AS(scale(x, 2).backward(Tensor::ones({2})), doctest::Contains("does not match"),
+                       Error);
+  CHECK_THROWS_WITH_AS(sum(Tensor::ones({3})).backward(),
+                       doctest::Contains("does not require grad"), Error);
+  CHECK_THROWS_WITH_AS(scale(x, 2).set_requires_grad(false), doctest::Contains("leaf"), Error);
+  CHECK_THROWS_WITH_AS(Tensor::ones({2}, DType::I32).set_requires_grad(true),
+                       doctest::Contains("floating-point"), Error);
+}
+
+TEST_CASE("deep graphs neither overflow the stack in backward nor when dropped") {
+  const int depth = 200000;
+  Tensor x = Tensor::ones({1}, DType::F64);
+  x.set_requires_grad(true);
+  Tensor y = x;
+  for (int i = 0; i < depth; ++i) y = scale(y, 1.0);
+  y.backward();
+  test::check_values(x.grad(), {1});
+  Tensor z = x;
+  for (int i = 0; i < depth; ++i) z = scale(z, 1.0);
+  z = Tensor();  // drop a whole unused graph
+  CHECK(x.grad().defined());
+}
+
+TEST_CASE("intermediate activations are freed once backward has run") {
+  Tensor x = Tensor::randn({64, 64}, 1);
+  x.set_requires_grad(true);
+  Tensor loss;
+  std::weak_ptr<Storage> hidden;
+  {
+    Tensor h = mul(x, x);
+    hidden = h.impl_ptr()->storage;
+    loss = sum(mul(h, h));  // the second mul saves h for its backward
+  }
+  CHECK_FALSE(hidden.expired());
+  loss.backward();
+  CHECK(hidden.expired());
+}

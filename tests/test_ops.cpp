@@ -1,0 +1,258 @@
+// Every op: forward values on a hand-computed case, gradients against finite differences (f64),
+// f32 against f64, the GPU against the CPU where one exists, and bad input.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "core/ops/attention.h"
+#include "core/ops/cross_entropy.h"
+#include "core/ops/dropout.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/embedding.h"
+#include "core/ops/gelu.h"
+#include "core/ops/layernorm.h"
+#include "core/ops/matmul.h"
+#include "core/ops/reduce.h"
+#include "core/ops/shape_ops.h"
+#include "core/ops/softmax.h"
+#include "tests/gradcheck.h"
+
+using namespace flextp;
+using test::check_gradients;
+using test::leaf;
+using In = std::vector<Tensor>;
+
+namespace {
+Tensor f32(std::vector<float> v, Shape s) { return Tensor::from_vector<float>(v, s); }
+Tensor i32(std::vector<int32_t> v, Shape s) { return Tensor::from_vector<int32_t>(v, s); }
+std::vector<Tensor> to_f32(const std::vector<Tensor>& in) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : in) out.push_back(t.dtype() == DType::F64 ? t.to(DType::F32) : t);
+  return out;
+}
+// The op in f32 agrees with the op in f64 (kernels are one template for both).
+void check_f32_matches_f64(const test::Fn& f, const std::vector<Tensor>& in64, double tol = 1e-5) {
+  NoGradGuard ng;
+  test::check_close(f(to_f32(in64)), f(in64), tol);
+}
+}  // namespace
+
+// ---------------------------------------------------------------- add / sub / mul / scale
+TEST_CASE("add, sub, mul: values with broadcasting") {
+  Tensor a = f32({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor bias = f32({10, 20, 30}, {3});
+  test::check_values(add(a, bias), {11, 22, 33, 14, 25, 36});
+  test::check_values(sub(bias, a), {9, 18, 27, 6, 15, 24});
+  test::check_values(mul(a, f32({2}, {})), {2, 4, 6, 8, 10, 12});
+  test::check_values(mul(a, f32({1, -1}, {2, 1})), {1, 2, 3, -4, -5, -6});  // general path
+  test::check_values(scale(a, 0.5), {0.5, 1, 1.5, 2, 2.5, 3});
+  CHECK(add(f32({1, 2}, {2, 1}), f32({1, 2, 3}, {1, 3})).shape() == Shape{2, 3});
+}
+
+TEST_CASE("add, sub, mul, scale: gradients, including broadcast inputs") {
+  for (auto [name, fn] : std::vector<std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>>{
+           {"add", add}, {"sub", sub}, {"mul", mul}}) {
+    INFO(name);
+    auto f = [fn = fn](const In& in) { return fn(in[0], in[1]); };
+    check_gradients(f, {leaf({4, 5}, 1), leaf({4, 5}, 2)});
+    check_gradients(f, {leaf({2, 4, 5}, 3), leaf({5}, 4)});     // bias
+    check_gradients(f, {leaf({5}, 5), leaf({2, 4, 5}, 6)});     // bias first
+    check_gradients(f, {leaf({3, 1, 5}, 7), leaf({1, 4, 1}, 8)});  // both broadcast
+    check_f32_matches_f64(f, {leaf({3, 1, 5}, 7), leaf({1, 4, 1}, 8)});
+    test::check_on_gpu(f, to_f32({leaf({2, 4, 5}, 3), leaf({5}, 4)}));
+  }
+  check_gradients([](const In& in) { return scale(in[0], -1.5); }, {leaf({3, 3}, 9)});
+}
+
+TEST_CASE("mismatched shapes name both shapes") {
+  CHECK_THROWS_WITH_AS(add(Tensor::zeros({2, 3}), Tensor::zeros({4})),
+                       doctest::Contains("[2, 3] and [4] cannot be broadcast"), Error);
+  CHECK_THROWS_WITH_AS(add(Tensor::zeros({2}), Tensor::zeros({2}, DType::F64)),
+                       doctest::Contains("dtypes differ"), Error);
+}
+
+// ---------------------------------------------------------------- sum / mean
+TEST_CASE("sum and mean") {
+  Tensor a = f32({1, 2, 3, 4}, {2, 2});
+  CHECK(sum(a).item() == 10);
+  CHECK(mean(a).item() == 2.5);
+  CHECK(sum(a).shape() == Shape{});
+  check_gradients([](const In& in) { return sum(in[0]); }, {leaf({3, 4}, 1)});
+  check_gradients([](const In& in) { return mean(in[0]); }, {leaf({3, 4}, 2)});
+  CHECK_THROWS_WITH_AS(mean(Tensor::zeros({0})), doctest::Contains("empty"), Error);
+}
+
+// ---------------------------------------------------------------- matmul
+TEST_CASE("matmul values: plain, transposed, batched, shared right operand") {
+  Tensor a = f32({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = f32({1, 0, 0, 1, 1, 1}, {3, 2});
+  test::check_values(matmul(a, b), {4, 5, 10, 11});
+  test::check_values(matmul(a, a, false, true), {14, 32, 32, 77});
+  test::check_values(matmul(a, a, true, false), {17, 22, 27, 22, 29, 36, 27, 36, 45});
+  Tensor batched = matmul(reshape(concat_rows({a, a}), {2, 2, 3}),
+                          reshape(concat_rows({b, b}), {2, 3, 2}));
+  test::check_values(batched, {4, 5, 10, 11, 4, 5, 10, 11});
+  Tensor shared = matmul(reshape(concat_rows({a, a}), {2, 2, 3}), b);
+  CHECK(shared.shape() == Shape{2, 2, 2});
+  test::check_values(shared, {4, 5, 10, 11, 4, 5, 10, 11});
+}
+
+TEST_CASE("matmul gradients for every transpose combination") {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      INFO("trans_a ", ta, " trans_b ", tb);
+      auto f = [ta, tb](const In& in) { return matmul(in[0], in[1], ta, tb); };
+      Shape sa = ta ? Shape{5, 3} : Shape{3, 5}, sb = tb ? Shape{4, 5} : Shape{5, 4};
+      check_gradients(f, {leaf(sa, 1), leaf(sb, 2)});
+      check_f32_matches_f64(f, {leaf(sa, 1), leaf(sb, 2)});
+      Shape ba = ta ? Shape{2, 5, 3} : Shape{2, 3, 5}, bb = tb ? Shape{2, 4, 5} : Shape{2, 5, 4};
+      check_gradients(f, {leaf(ba, 3), leaf(bb, 4)});
+    }
+  check_gradients([](const In& in) { return matmul(in[0], in[1], false, true); },
+                  {leaf({2, 3, 5}, 5), leaf({4, 5}, 6)});  // a linear layer on [B, T, C]
+}
+
+TEST_CASE("matmul shape errors name both shapes") {
+  CHECK_THROWS_WITH_AS(matmul(Tensor::zeros({2, 3}), Tensor::zeros({2, 3})),
+                       doctest::Contains("[2, 3] and [2, 3] do not multiply"), Error);
+  CHECK_THROWS_WITH_AS(matmul(Tensor::zeros({2, 2, 3}), Tensor::zeros({3, 3, 2})),
+                       doctest::Contains("do not multiply"), Error);
+}
+
+// ---------------------------------------------------------------- gelu
+TEST_CASE("gelu: values, gradient") {
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) at 0, 1, -2.
+  test::check_values(gelu(f32({0, 1, -2}, {3})), {0, 0.8411919906, -0.0454023059}, 1e-6);
+  check_gradients([](const In& in) { return gelu(in[0]); }, {leaf({4, 7}, 1, 2.0)});
+  check_f32_matches_f64([](const In& in) { return gelu(in[0]); }, {leaf({4, 7}, 1, 2.0)});
+  test::check_on_gpu([](const In& in) { return gelu(in[0]); }, {Tensor::randn({1000}, 2)});
+}
+
+// ---------------------------------------------------------------- softmax
+TEST_CASE("softmax: values, gradient") {
+  double e = std::exp(1.0);
+  test::check_values(softmax(f32({0, 1, 5, 5}, {2, 2})), {1 / (1 + e), e / (1 + e), 0.5, 0.5});
+  check_gradients([](const In& in) { return softmax(in[0]); }, {leaf({3, 2, 6}, 1)});
+  check_f32_matches_f64([](const In& in) { return softmax(in[0]); }, {leaf({3, 6}, 2, 10.0)});
+}
+
+// ---------------------------------------------------------------- layernorm
+TEST_CASE("layernorm: values, gradient, shape errors") {
+  // Row [1, 2, 3]: mean 2, variance 2/3.
+  double r = 1 / std::sqrt(2.0 / 3 + 1e-5);
+  Tensor y = layernorm(f32({1, 2, 3}, {1, 3}), f32({1, 2, 1}, {3}), f32({0, 0, 1}, {3}));
+  test::check_values(y, {-r, 0, r + 1}, 1e-5);
+  auto f = [](const In& in) { return layernorm(in[0], in[1], in[2]); };
+  check_gradients(f, {leaf({2, 3, 8}, 1), leaf({8}, 2), leaf({8}, 3)});
+  check_f32_matches_f64(f, {leaf({2, 3, 8}, 1), leaf({8}, 2), leaf({8}, 3)});
+  CHECK_THROWS_WITH_AS(layernorm(Tensor::zeros({2, 4}), Tensor::ones({3}), Tensor::zeros({4})),
+                       doctest::Contains("weight and bias of shape [4]"), Error);
+}
+
+// ---------------------------------------------------------------- embedding
+TEST_CASE("embedding: lookup, scatter-add gradient, bad ids") {
+  Tensor table = f32({0, 1, 10, 11, 20, 21}, {3, 2});
+  test::check_values(embedding(i32({2, 0, 2}, {3}), table), {20, 21, 0, 1, 20, 21});
+  CHECK(embedding(i32({1, 2, 0, 0}, {2, 2}), table).shape() == Shape{2, 2, 2});
+  Tensor ids = i32({1, 3, 1, 0, 1, 4}, {2, 3});  // id 1 three times: gradients add up
+  check_gradients([ids](const In& in) { return embedding(ids, in[0]); }, {leaf({5, 4}, 1)});
+  CHECK_THROWS_WITH_AS(embedding(i32({3}, {1}), table),
+                       doctest::Contains("id 3 at position 0 is outside the table's 3 rows"), Error);
+  CHECK_THROWS_WITH_AS(embedding(i32({-1}, {1}), table), doctest::Contains("id -1"), Error);
+  CHECK_THROWS_WITH_AS(embedding(Tensor::zeros({2}), table), doctest::Contains("must be i32"), Error);
+}
+
+// ---------------------------------------------------------------- attention
+namespace {
+// Reference causal attention from the basic ops, on qkv [B, T, H*3*D] for one (b, h).
+std::vector<double> reference_attention(const Tensor& qkv, int64_t heads) {
+  int64_t b_n = qkv.size(0), t = qkv.size(1), w = qkv.size(2), d = w / (3 * heads);
+  std::vector<double> x = qkv.to_vector<double>(), out(b_n * t * heads * d, 0.0);
+  for (int64_t b = 0; b < b_n; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < t; ++i) {
+        std::vector<double> s(i + 1);
+        double m = -1e300, z = 0;
+        for (int64_t j = 0; j <= i; ++j) {
+          double dot = 0;
+          for (int64_t c = 0; c < d; ++c)
+            dot += x[(b * t + i) * w + h * 3 * d + c] * x[(b * t + j) * w + h * 3 * d + d + c];
+          s[j] = dot / std::sqrt(double(d));
+          m = std::max(m, s[j]);
+        }
+        for (int64_t j = 0; j <= i; ++j) z += s[j] = std::exp(s[j] - m);
+        for (int64_t j = 0; j <= i; ++j)
+          for (int64_t c = 0; c < d; ++c)
+            out[(b * t + i) * heads * d + h * d + c] +=
+                s[j] / z * x[(b * t + j) * w + h * 3 * d + 2 * d + c];
+      }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("attention: causal values against a direct computation") {
+  // One head, D = 1, T = 2: the first position sees only itself.
+  Tensor qkv = f32({1, 1, 3, 1, 2, 5}, {1, 2, 3});
+  double p1 = 1 / (1 + std::exp(1.0));  // scores 1*1 and 1*2 for the second query
+  test::check_values(attention(qkv, 1), {3, p1 * 3 + (1 - p1) * 5});
+  Tensor big = Tensor::randn({2, 5, 2 * 3 * 4}, 3, 0, 0, 1, DType::F64);
+  test::check_values(attention(big, 2), reference_attention(big, 2), 1e-12);
+}
+
+TEST_CASE("attention: gradient, f32, zero heads, bad shapes") {
+  auto f = [](const In& in) { return attention(in[0], 3); };
+  check_gradients(f, {leaf({2, 4, 3 * 3 * 2}, 1)}, 1e-6, 1e-6, 400);
+  check_f32_matches_f64(f, {leaf({2, 7, 3 * 3 * 4}, 2)});
+  CHECK(attention(Tensor::zeros({2, 3, 0}), 0).shape() == Shape{2, 3, 0});
+  CHECK_THROWS_WITH_AS(attention(Tensor::zeros({2, 3, 10}), 2), doctest::Contains("width 10"),
+                       Error);
+  CHECK_THROWS_WITH_AS(attention(Tensor::zeros({6, 10}), 2), doctest::Contains("[B, T, H*3*D]"),
+                       Error);
+}
+
+// ---------------------------------------------------------------- cross-entropy
+TEST_CASE("cross_entropy: values, ignore index, gradient, bad targets") {
+  Tensor logits = f32({0, 0, 0, 0, std::log(3.0f), 0}, {2, 3});
+  // Row 0 uniform: ln 3. Row 1 [0, ln 3, 0]: p(target 1) = 3/5.
+  CHECK(cross_entropy(logits, i32({2, 1}, {2})).item() ==
+        doctest::Approx((std::log(3.0) + std::log(5.0 / 3)) / 2));
+  CHECK(cross_entropy(logits, i32({2, -100}, {2})).item() == doctest::Approx(std::log(3.0)));
+  CHECK(cross_entropy(logits, i32({-1, -1}, {2}), -1).item() == 0.0);
+  Tensor targets = i32({1, 4, -100, 0}, {4});
+  check_gradients([targets](const In& in) { return cross_entropy(in[0], targets); },
+                  {leaf({4, 5}, 1, 3.0)});
+  check_f32_matches_f64([targets](const In& in) { return cross_entropy(in[0], targets); },
+                        {leaf({4, 5}, 1, 3.0)});
+  CHECK_THROWS_WITH_AS(cross_entropy(logits, i32({3, 0}, {2})),
+                       doctest::Contains("target 3 of row 0 is outside the 3 classes"), Error);
+  CHECK_THROWS_WITH_AS(cross_entropy(logits, i32({0}, {1})), doctest::Contains("targets must be"),
+                       Error);
+}
+
+// ---------------------------------------------------------------- dropout
+TEST_CASE("dropout: identity at p = 0, seeded mask, scaled survivors, gradient") {
+  Tensor x = Tensor::ones({10000});
+  CHECK(dropout(x, 0.0, 1, 2).same_storage(x));
+  std::vector<float> y = dropout(x, 0.25, 1, 2).to_vector<float>();
+  CHECK(y == dropout(x, 0.25, 1, 2).to_vector<float>());
+  CHECK(y != dropout(x, 0.25, 1, 3).to_vector<float>());
+  int kept = 0;
+  for (float v : y) {
+    CHECK((v == 0.0f || v == doctest::Approx(1 / 0.75)));
+    kept += v != 0;
+  }
+  CHECK(std::abs(kept / 10000.0 - 0.75) < 0.02);
+  check_gradients([](const In& in) { return dropout(in[0], 0.3, 5, 6); }, {leaf({6, 6}, 1)});
+  CHECK_THROWS_WITH_AS(dropout(x, 1.0, 1, 2), doctest::Contains("[0, 1)"), Error);
+}
+
+// ---------------------------------------------------------------- a small composite
+TEST_CASE("a two-layer MLP with a LayerNorm trains its gradient end to end") {
+  auto f = [](const In& in) {
+    Tensor h = gelu(add(matmul(in[0], in[1], false, true), in[2]));
+    Tensor y = layernorm(matmul(h, in[3]), in[4], in[5]);
+    return softmax(y);
+  };
+  check_gradients(f, {leaf({2, 3, 4}, 1), leaf({6, 4}, 2), leaf({6}, 3), leaf({6, 5}, 4),
+                      leaf({5}, 5), leaf({5}, 6)});
+}
