@@ -1,0 +1,36 @@
+#pragma once
+// A trainable parameter: its value (whose .grad() is the gradient), the optimizer's state slots
+// of the same shape (Adam's m and v, SGD's momentum), and how its rows split into
+// tensor-parallel units. Everything a unit needs in order to move to another rank is here, so
+// optim/ and parallel/ work on parameters without knowing the layers.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace flextp {
+
+struct Parameter {
+  std::string name;  // logical name, the same on every rank (Hugging Face GPT-2 names)
+  Tensor value;      // a leaf that requires grad
+  std::map<std::string, Tensor> state;  // optimizer slots, each of value's shape
+  bool weight_decay = true;
+
+  // Units: rows of `value` come in blocks of unit_rows rows, one block per owned unit, in the
+  // owning layer's local order. unit_rows == 0: replicated (the same on every rank).
+  std::string unit_kind;       // "head", "mlp", "vocab" or "" for replicated
+  int64_t unit_rows = 0;       // rows per unit (the last unit of a kind may have fewer)
+  int64_t logical_rows = 0;    // rows of the whole logical parameter (all units)
+  std::vector<int64_t> units;  // the units whose rows `value` holds, in that order
+
+  bool replicated() const { return unit_rows == 0; }
+  Tensor grad() const { return value.grad(); }
+  // Rows of unit u in the logical parameter.
+  int64_t rows_of_unit(int64_t u) const {
+    int64_t left = logical_rows - u * unit_rows;
+    return left < unit_rows ? left : unit_rows;
+  }
+};
+
+}  // namespace flextp

@@ -1,0 +1,163 @@
+#include "core/safetensors.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace flextp {
+namespace {
+
+using json = nlohmann::json;
+
+// Above this, a header is not a real one (Hugging Face uses 100 MB as its limit).
+constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
+
+const char* st_dtype(DType t) {
+  switch (t) {
+    case DType::F32: return "F32";
+    case DType::F64: return "F64";
+    case DType::I32: return "I32";
+    case DType::BF16: return "BF16";
+  }
+  return "?";
+}
+
+DType parse_dtype(const std::string& s, const std::string& name, const std::string& path) {
+  if (s == "F32") return DType::F32;
+  if (s == "F64") return DType::F64;
+  if (s == "I32") return DType::I32;
+  FLEXTP_FAIL(path, ": tensor '", name, "' has dtype ", s, ", which flextp does not read (F32, F64, I32)");
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, const std::string& bytes) {
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  FLEXTP_CHECK(fd >= 0, "cannot create ", tmp, ": ", errno_text());
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::string why = errno_text();
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      FLEXTP_FAIL("cannot write ", tmp, ": ", why, " (disk full?)");
+    }
+    done += static_cast<size_t>(n);
+  }
+  bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!synced || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string why = errno_text();
+    ::unlink(tmp.c_str());
+    FLEXTP_FAIL("cannot move ", tmp, " to ", path, ": ", why);
+  }
+}
+
+void write_safetensors(const std::string& path,
+                       const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  json header = json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    FLEXTP_CHECK(!header.contains(name), "write_safetensors: tensor name '", name, "' appears twice");
+    header[name] = {{"dtype", st_dtype(t.dtype())},
+                    {"shape", t.shape()},
+                    {"data_offsets", {offset, offset + t.nbytes()}}};
+    offset += t.nbytes();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
+  uint64_t n = text.size();
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  bytes += text;
+  bytes.reserve(bytes.size() + offset);
+  for (const auto& [name, t] : tensors) {
+    Tensor host = t.to(Device::cpu());
+    bytes.append(static_cast<const char*>(host.raw()), host.nbytes());
+  }
+  write_file_atomic(path, bytes);
+}
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  FLEXTP_CHECK(in, "cannot open checkpoint file ", path, ": ", errno_text());
+  uint64_t file_size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  FLEXTP_CHECK(file_size >= 8, path, ": file of ", file_size,
+               " bytes is too short for a safetensors header (truncated?)");
+  unsigned char len_bytes[8];
+  in.read(reinterpret_cast<char*>(len_bytes), 8);
+  uint64_t header_len = 0;
+  for (int i = 0; i < 8; ++i) header_len |= static_cast<uint64_t>(len_bytes[i]) << (8 * i);
+  FLEXTP_CHECK(header_len <= kMaxHeaderBytes && header_len <= file_size - 8, path,
+               ": header length ", header_len, " does not fit the file of ", file_size,
+               " bytes (not a safetensors file, or truncated)");
+  std::string text(header_len, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(header_len));
+  json header;
+  try {
+    header = json::parse(text);
+  } catch (const json::exception& e) {
+    FLEXTP_FAIL(path, ": header is not valid JSON: ", e.what());
+  }
+  FLEXTP_CHECK(header.is_object(), path, ": header is not a JSON object");
+  uint64_t data_start = 8 + header_len, data_size = file_size - data_start;
+
+  SafetensorsFile out;
+  for (auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      FLEXTP_CHECK(entry.is_object(), path, ": __metadata__ is not an object");
+      for (auto& [k, v] : entry.items()) {
+        FLEXTP_CHECK(v.is_string(), path, ": metadata '", k, "' is not a string");
+        out.metadata[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    bool ok = entry.is_object() && entry.contains("dtype") && entry["dtype"].is_string() &&
+              entry.contains("shape") && entry["shape"].is_array() &&
+              entry.contains("data_offsets") && entry["data_offsets"].is_array() &&
+              entry["data_offsets"].size() == 2;
+    FLEXTP_CHECK(ok, path, ": tensor '", name, "' needs dtype, shape and two data_offsets");
+    DType dtype = parse_dtype(entry["dtype"].get<std::string>(), name, path);
+    Shape shape;
+    uint64_t count = 1;
+    for (auto& d : entry["shape"]) {
+      FLEXTP_CHECK(d.is_number_unsigned() || (d.is_number_integer() && d.get<int64_t>() >= 0),
+                   path, ": tensor '", name, "' has a bad dimension ", d.dump());
+      uint64_t dim = d.get<uint64_t>();
+      FLEXTP_CHECK(dim == 0 || count <= data_size / dim, path, ": tensor '", name,
+                   "' claims more elements than the file holds");
+      count *= dim;
+      shape.push_back(static_cast<int64_t>(dim));
+    }
+    auto& offs = entry["data_offsets"];
+    FLEXTP_CHECK(offs[0].is_number_unsigned() && offs[1].is_number_unsigned(), path, ": tensor '",
+                 name, "' has non-integer data_offsets");
+    uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
+    FLEXTP_CHECK(begin <= end && end <= data_size, path, ": tensor '", name, "' byte range [",
+                 begin, ", ", end, ") lies outside the ", data_size, " data bytes (truncated file?)");
+    FLEXTP_CHECK(end - begin == count * dtype_size(dtype), path, ": tensor '", name, "' has ",
+                 end - begin, " bytes but its shape ", shape_str(shape), " and dtype need ",
+                 count * dtype_size(dtype));
+    Tensor t = Tensor::empty(shape, dtype);
+    in.seekg(static_cast<std::streamoff>(data_start + begin));
+    in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(end - begin));
+    FLEXTP_CHECK(in, path, ": could not read the data of tensor '", name, "'");
+    out.tensors[name] = t;
+  }
+  return out;
+}
+
+}  // namespace flextp

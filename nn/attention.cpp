@@ -1,0 +1,33 @@
+#include "nn/attention.h"
+
+#include <cmath>
+
+#include "core/ops/attention.h"
+
+namespace flextp {
+namespace {
+LinearSpec qkv_spec(const GPTConfig& c, const std::vector<int64_t>& heads) {
+  return {c.n_embd, 3 * c.n_embd, Split::Column, "head", 3 * c.head_dim(), heads, 0.02};
+}
+LinearSpec proj_spec(const GPTConfig& c, const std::vector<int64_t>& heads) {
+  // GPT-2 scales residual projections by 1/sqrt(2 L): two per block add into the stream.
+  return {c.n_embd, c.n_embd, Split::Row, "head", c.head_dim(), heads,
+          0.02 / std::sqrt(2.0 * c.n_layer)};
+}
+}  // namespace
+
+CausalSelfAttention::CausalSelfAttention(const std::string& prefix, const GPTConfig& c,
+                                         std::vector<int64_t> heads, Communicator* comm)
+    : Module(prefix),
+      c_attn(add_module(std::make_unique<Linear>(child_prefix("c_attn"), qkv_spec(c, heads),
+                                                 c.seed, c.dtype, comm))),
+      c_proj(add_module(std::make_unique<Linear>(child_prefix("c_proj"), proj_spec(c, heads),
+                                                 c.seed, c.dtype, comm))) {}
+
+Tensor CausalSelfAttention::forward(const Tensor& x) const {
+  Tensor qkv = c_attn.forward(x);                // [B, T, U*3*D]
+  Tensor y = attention(qkv, local_heads());      // [B, T, U*D]
+  return c_proj.forward(y);                      // [B, T, C]
+}
+
+}  // namespace flextp

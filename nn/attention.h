@@ -1,0 +1,24 @@
+#pragma once
+// Causal self-attention with heads as tensor-parallel units. The QKV projection is column-split
+// (each head's q, k, v rows together), the output projection row-split (that head's input rows).
+#include <memory>
+
+#include "nn/config.h"
+#include "nn/linear.h"
+
+namespace flextp {
+
+class CausalSelfAttention : public Module {
+ public:
+  CausalSelfAttention(const std::string& prefix, const GPTConfig& c, std::vector<int64_t> heads,
+                      Communicator* comm);
+  Tensor forward(const Tensor& x) const;  // [B, T, C] -> [B, T, C]
+  // The heads held here, in local order (the QKV weight's units).
+  const std::vector<int64_t>& heads() const { return c_attn.weight.units; }
+  int64_t local_heads() const { return static_cast<int64_t>(heads().size()); }
+
+  Linear& c_attn;  // weight [U*3D, C], bias [U*3D]
+  Linear& c_proj;  // weight [U*D, C], bias [C]
+};
+
+}  // namespace flextp

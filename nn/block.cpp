@@ -1,0 +1,26 @@
+#include "nn/block.h"
+
+#include "core/ops/dropout.h"
+#include "core/ops/elementwise.h"
+#include "core/random.h"
+
+namespace flextp {
+
+Block::Block(const std::string& prefix, const GPTConfig& c, std::vector<int64_t> heads,
+             std::vector<int64_t> mlp_blocks, Communicator* comm)
+    : Module(prefix),
+      ln_1(add_module(std::make_unique<LayerNorm>(child_prefix("ln_1"), c.n_embd, c.dtype))),
+      attn(add_module(std::make_unique<CausalSelfAttention>(child_prefix("attn"), c,
+                                                            std::move(heads), comm))),
+      ln_2(add_module(std::make_unique<LayerNorm>(child_prefix("ln_2"), c.n_embd, c.dtype))),
+      mlp(add_module(std::make_unique<MLP>(child_prefix("mlp"), c, std::move(mlp_blocks), comm))) {}
+
+Tensor Block::forward(const Tensor& x, double p, uint64_t seed) const {
+  // The residual stream is replicated, so its dropout masks are the same on every rank.
+  uint64_t attn_stream = rng::stream_id((prefix() + ".attn").c_str());
+  uint64_t mlp_stream = rng::stream_id((prefix() + ".mlp").c_str());
+  Tensor h = add(x, dropout(attn.forward(ln_1.forward(x)), p, seed, attn_stream));  // [B, T, C]
+  return add(h, dropout(mlp.forward(ln_2.forward(h)), p, seed, mlp_stream));        // [B, T, C]
+}
+
+}  // namespace flextp

@@ -1,0 +1,22 @@
+#pragma once
+// A transformer block, pre-LayerNorm: x + attn(ln_1(x)), then + mlp(ln_2(x)).
+#include "nn/attention.h"
+#include "nn/layer_norm.h"
+#include "nn/mlp.h"
+
+namespace flextp {
+
+class Block : public Module {
+ public:
+  Block(const std::string& prefix, const GPTConfig& c, std::vector<int64_t> heads,
+        std::vector<int64_t> mlp_blocks, Communicator* comm);
+  // x [B, T, C] -> [B, T, C]. dropout_stream != 0 applies residual dropout with that stream.
+  Tensor forward(const Tensor& x, double dropout, uint64_t dropout_seed) const;
+
+  LayerNorm& ln_1;
+  CausalSelfAttention& attn;
+  LayerNorm& ln_2;
+  MLP& mlp;
+};
+
+}  // namespace flextp

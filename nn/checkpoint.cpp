@@ -1,0 +1,221 @@
+#include "nn/checkpoint.h"
+
+#include <set>
+
+#include "core/autograd.h"
+#include "core/safetensors.h"
+#include "parallel/unit_gather.h"
+
+namespace flextp {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_qkv(const std::string& n) { return ends_with(n, "attn.c_attn.weight") || ends_with(n, "attn.c_attn.bias"); }
+bool is_fc_weight(const std::string& n) { return ends_with(n, "mlp.c_fc.weight"); }
+
+// flextp keeps each head's q, k, v rows together (a unit is contiguous); Hugging Face keeps all
+// q, then all k, then all v. Row r = (h, s, i) here is row s C + h D + i there.
+int64_t hf_qkv_row(int64_t r, const GPTConfig& c) {
+  int64_t d = c.head_dim();
+  int64_t h = r / (3 * d), s = (r / d) % 3, i = r % d;
+  return s * c.n_embd + h * d + i;
+}
+
+template <typename T>
+Tensor permute_transpose(const Tensor& in, const GPTConfig& c, bool qkv, bool to_hf) {
+  // in: one layout -> out: the other (weights transposed, QKV rows permuted).
+  Shape shape = in.ndim() == 2 ? Shape{in.size(1), in.size(0)} : in.shape();
+  Tensor out = Tensor::empty(shape, in.dtype());
+  const T* src = in.data<T>();
+  T* dst = out.data<T>();
+  if (in.ndim() == 1) {
+    int64_t n = in.size(0);
+    for (int64_t r = 0; r < n; ++r) {
+      if (to_hf) dst[qkv ? hf_qkv_row(r, c) : r] = src[r];
+      else dst[r] = src[qkv ? hf_qkv_row(r, c) : r];
+    }
+    return out;
+  }
+  if (to_hf) {  // ours [R, K] -> hf [K, R]
+    int64_t rows = in.size(0), k = in.size(1);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t col = qkv ? hf_qkv_row(r, c) : r;
+      for (int64_t j = 0; j < k; ++j) dst[j * rows + col] = src[r * k + j];
+    }
+  } else {  // hf [K, R] -> ours [R, K]
+    int64_t k = in.size(0), rows = in.size(1);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t col = qkv ? hf_qkv_row(r, c) : r;
+      for (int64_t j = 0; j < k; ++j) dst[r * k + j] = src[j * rows + col];
+    }
+  }
+  return out;
+}
+
+Tensor convert(const std::string& name, const Tensor& t, const GPTConfig& c, bool to_hf) {
+  bool qkv = is_qkv(name), fc = is_fc_weight(name);
+  if (!qkv && !fc) return t;
+  Tensor out;
+  if (t.dtype() == DType::F64)
+    out = permute_transpose<double>(t, c, qkv, to_hf);
+  else
+    out = permute_transpose<float>(t, c, qkv, to_hf);
+  return out;
+}
+
+std::map<std::string, std::string> config_metadata(const GPTConfig& c) {
+  return {{"format", "flextp"},
+          {"n_layer", std::to_string(c.n_layer)},
+          {"n_head", std::to_string(c.n_head)},
+          {"n_embd", std::to_string(c.n_embd)},
+          {"vocab_size", std::to_string(c.vocab_size)},
+          {"n_positions", std::to_string(c.n_positions)}};
+}
+
+int64_t meta_int(const SafetensorsFile& f, const std::string& path, const std::string& key) {
+  auto it = f.metadata.find(key);
+  FLEXTP_CHECK(it != f.metadata.end(), path, ": metadata has no '", key, "'");
+  try {
+    size_t used = 0;
+    int64_t v = std::stoll(it->second, &used);
+    if (used == it->second.size()) return v;
+  } catch (const std::exception&) {
+  }
+  FLEXTP_FAIL(path, ": metadata '", key, "' = '", it->second, "' is not an integer");
+}
+
+std::string state_path(const std::string& path) { return path + ".state"; }
+
+// Checks that a file holds exactly the expected tensors with the expected shapes and dtype.
+void check_tensors(const SafetensorsFile& f, const std::string& path,
+                   const std::map<std::string, Shape>& expected, DType dtype) {
+  for (const auto& [name, shape] : expected) {
+    auto it = f.tensors.find(name);
+    FLEXTP_CHECK(it != f.tensors.end(), path, ": tensor '", name, "' is missing");
+    FLEXTP_CHECK(it->second.shape() == shape, path, ": tensor '", name, "' has shape ",
+                 shape_str(it->second.shape()), ", the model needs ", shape_str(shape));
+    FLEXTP_CHECK(it->second.dtype() == dtype, path, ": tensor '", name, "' is ",
+                 dtype_name(it->second.dtype()), ", the model needs ", dtype_name(dtype));
+  }
+  for (const auto& [name, t] : f.tensors)
+    FLEXTP_CHECK(expected.count(name), path, ": unexpected tensor '", name,
+                 "' (not part of this model)");
+}
+
+}  // namespace
+
+Shape hf_shape(const std::string& name, const Shape& logical) {
+  if (logical.size() == 2 && (is_qkv(name) || is_fc_weight(name)))
+    return {logical[1], logical[0]};
+  return logical;
+}
+
+Tensor to_hf_layout(const std::string& name, const Tensor& logical, const GPTConfig& c) {
+  return convert(name, logical, c, true);
+}
+
+Tensor from_hf_layout(const std::string& name, const Tensor& hf, const GPTConfig& c) {
+  return convert(name, hf, c, false);
+}
+
+void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optimizer,
+                     const TrainState& state, Communicator* comm) {
+  NoGradGuard ng;
+  const GPTConfig& c = model.config();
+  bool writer = comm == nullptr || comm->rank() == 0;
+  std::vector<std::pair<std::string, Tensor>> weights, slots;
+  for (Parameter* p : model.parameters()) {
+    Tensor logical = gather_logical(*p, p->value, comm);
+    if (writer) weights.push_back({p->name, to_hf_layout(p->name, logical, c)});
+    if (!optimizer) continue;
+    for (const std::string& s : optimizer->slot_names()) {
+      auto it = p->state.find(s);
+      Tensor local = it != p->state.end() ? it->second
+                                          : Tensor::zeros(p->value.shape(), p->value.dtype());
+      Tensor slot = gather_logical(*p, local, comm);
+      if (writer) slots.push_back({p->name + "." + s, to_hf_layout(p->name, slot, c)});
+    }
+  }
+  if (!writer) return;
+  std::map<std::string, std::string> meta = config_metadata(c);
+  meta["step"] = std::to_string(state.step);
+  if (optimizer) {
+    std::map<std::string, std::string> smeta = meta;
+    smeta["optimizer"] = optimizer->name();
+    smeta["optimizer_steps"] = std::to_string(optimizer->steps_taken());
+    smeta["seed"] = std::to_string(state.seed);
+    for (const auto& [k, v] : state.extra) smeta["extra." + k] = v;
+    write_safetensors(state_path(path), slots, smeta);
+  }
+  write_safetensors(path, weights, meta);
+}
+
+GPTConfig read_checkpoint_config(const std::string& path) {
+  SafetensorsFile f = read_safetensors(path);
+  GPTConfig c;
+  c.n_layer = meta_int(f, path, "n_layer");
+  c.n_head = meta_int(f, path, "n_head");
+  c.n_embd = meta_int(f, path, "n_embd");
+  c.vocab_size = meta_int(f, path, "vocab_size");
+  c.n_positions = meta_int(f, path, "n_positions");
+  return c;
+}
+
+TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optimizer,
+                           Communicator* comm) {
+  NoGradGuard ng;
+  const GPTConfig& c = model.config();
+  SafetensorsFile f = read_safetensors(path);
+  GPTConfig saved = read_checkpoint_config(path);
+  auto check = [&](const char* what, int64_t file, int64_t model_value) {
+    FLEXTP_CHECK(file == model_value, path, ": checkpoint has ", what, " ", file,
+                 " but the model was built with ", model_value, " (match the flags to the checkpoint)");
+  };
+  check("n_layer", saved.n_layer, c.n_layer);
+  check("n_head", saved.n_head, c.n_head);
+  check("n_embd", saved.n_embd, c.n_embd);
+  check("vocab_size", saved.vocab_size, c.vocab_size);
+  check("n_positions", saved.n_positions, c.n_positions);
+
+  std::vector<Parameter*> params = model.parameters();
+  std::map<std::string, Shape> expected;
+  for (Parameter* p : params) expected[p->name] = hf_shape(p->name, logical_shape(*p));
+  check_tensors(f, path, expected, c.dtype);
+
+  TrainState state;
+  state.step = f.metadata.count("step") ? meta_int(f, path, "step") : 0;
+  SafetensorsFile s;
+  if (optimizer) {
+    std::string sp = state_path(path);
+    s = read_safetensors(sp);
+    int64_t sstep = meta_int(s, sp, "step");
+    FLEXTP_CHECK(sstep == state.step, sp, " is from step ", sstep, " but ", path, " from step ",
+                 state.step, ": the pair is inconsistent (an interrupted save?); use an older checkpoint");
+    FLEXTP_CHECK(s.metadata["optimizer"] == optimizer->name(), sp, " holds ", s.metadata["optimizer"],
+                 " state, but the run uses ", optimizer->name());
+    std::map<std::string, Shape> slots;
+    for (Parameter* p : params)
+      for (const std::string& slot : optimizer->slot_names()) slots[p->name + "." + slot] = expected[p->name];
+    check_tensors(s, sp, slots, c.dtype);
+    optimizer->set_steps_taken(meta_int(s, sp, "optimizer_steps"));
+    state.seed = static_cast<uint64_t>(meta_int(s, sp, "seed"));
+    for (const auto& [k, v] : s.metadata)
+      if (k.rfind("extra.", 0) == 0) state.extra[k.substr(6)] = v;
+  }
+
+  for (Parameter* p : params) {
+    Tensor logical = from_hf_layout(p->name, f.tensors.at(p->name), c);
+    p->value.copy_from(local_rows(*p, logical).to(p->value.device()));
+    if (!optimizer) continue;
+    for (const std::string& slot : optimizer->slot_names()) {
+      Tensor ls = from_hf_layout(p->name, s.tensors.at(p->name + "." + slot), c);
+      p->state[slot] = local_rows(*p, ls).to(p->value.device());
+    }
+  }
+  return state;
+}
+
+}  // namespace flextp

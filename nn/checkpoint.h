@@ -1,0 +1,41 @@
+#pragma once
+// Checkpoints users can read anywhere:
+//   PATH        safetensors weights with Hugging Face GPT-2 names, shapes and layouts (Conv1D
+//               [in, out]), whole and in logical unit order whatever the partition; the model
+//               config in __metadata__.
+//   PATH.state  safetensors optimizer slots ("<name>.<slot>", same layout as the weights), with
+//               the step, optimizer, seed and data position in __metadata__.
+// The state file is written first and the weights last, each through a temporary file and a
+// rename; both carry the step, and loading refuses a pair whose steps differ.
+#include <map>
+#include <string>
+
+#include "nn/gpt.h"
+#include "optim/optimizer.h"
+
+namespace flextp {
+
+struct TrainState {
+  int64_t step = 0;  // steps completed; also the data position (batches depend on the step)
+  uint64_t seed = 0;
+  std::map<std::string, std::string> extra;  // free-form (tokenizer, flags)
+};
+
+// Rank 0 writes; every rank takes part in gathering units.
+void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optimizer,
+                     const TrainState& state, Communicator* comm = nullptr);
+
+// Loads the weights into `model` (checking config, names, shapes, dtypes) and, when optimizer is
+// not null, the optimizer state. Returns the training state.
+TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optimizer,
+                           Communicator* comm = nullptr);
+
+// The config stored in a checkpoint's metadata (to build a model before loading).
+GPTConfig read_checkpoint_config(const std::string& path);
+
+// Hugging Face layout <-> flextp layout for one logical tensor (c_attn and c_fc differ).
+Tensor to_hf_layout(const std::string& name, const Tensor& logical, const GPTConfig& c);
+Tensor from_hf_layout(const std::string& name, const Tensor& hf, const GPTConfig& c);
+Shape hf_shape(const std::string& name, const Shape& logical);
+
+}  // namespace flextp

@@ -1,0 +1,48 @@
+#pragma once
+// The GPT model. Glossary of shape letters: B batch, T sequence, C channels (n_embd), V
+// vocabulary, H heads, D head size, U units held by this rank, M neurons per MLP unit.
+//
+//   ids [B, T] -> wte[ids] + wpe[0..T)                 [B, T, C]
+//              -> n_layer x Block                      [B, T, C]
+//              -> ln_f -> x wte^T (the tied LM head)   [B, T, V]
+//              -> cross-entropy with targets [B, T]    scalar
+#include <memory>
+#include <vector>
+
+#include "nn/block.h"
+#include "nn/units.h"
+
+namespace flextp {
+
+class GPT : public Module {
+ public:
+  explicit GPT(const GPTConfig& config, const LocalUnits& units, Communicator* comm = nullptr);
+  explicit GPT(const GPTConfig& config) : GPT(config, LocalUnits::all(config)) {}
+
+  // Mean cross-entropy of predicting targets [B, T] from ids [B, T] (i32).
+  Tensor loss(const Tensor& ids, const Tensor& targets) const;
+  // Logits [B, T, V] for ids [B, T] (no graph is recorded when called under NoGradGuard).
+  Tensor logits(const Tensor& ids) const;
+
+  // Dropout is active only in training mode, with masks that change with the step.
+  void set_training(bool training) { training_ = training; }
+  void set_step(uint64_t step) { step_ = step; }
+  const GPTConfig& config() const { return config_; }
+  const std::vector<Block*>& blocks() const { return blocks_; }
+
+  Parameter& wte;  // [V, C] token embedding, also the LM head
+  Parameter& wpe;  // [n_positions, C] position embedding
+
+ private:
+  Tensor hidden(const Tensor& ids) const;  // [B, T, C] after ln_f
+  void check_ids(const Tensor& ids) const;
+
+  GPTConfig config_;
+  std::vector<Block*> blocks_;
+  LayerNorm* ln_f_ = nullptr;
+  Communicator* comm_;
+  bool training_ = true;
+  uint64_t step_ = 0;
+};
+
+}  // namespace flextp

@@ -1,0 +1,59 @@
+#include "nn/linear.h"
+
+#include "core/ops/elementwise.h"
+#include "core/ops/matmul.h"
+#include "nn/init.h"
+#include "parallel/tp_ops.h"
+
+namespace flextp {
+namespace {
+// The logical row count of the weight: the split dimension.
+int64_t logical_rows(const LinearSpec& s) { return s.split == Split::Column ? s.out : s.in; }
+std::vector<int64_t> units_or_all(const LinearSpec& s) {
+  return s.unit_kind.empty() ? std::vector<int64_t>{0} : s.units;
+}
+int64_t unit_rows_or_all(const LinearSpec& s) {
+  return s.unit_kind.empty() ? logical_rows(s) : s.unit_rows;
+}
+}  // namespace
+
+Tensor Linear::initial_weight(const std::string& prefix, const LinearSpec& s, uint64_t seed,
+                              DType dtype) {
+  int64_t cols = s.split == Split::Column ? s.in : s.out;
+  return normal_unit_rows(prefix + ".weight", seed, units_or_all(s), unit_rows_or_all(s),
+                          logical_rows(s), cols, s.init_std, dtype);
+}
+
+Tensor Linear::initial_bias(const LinearSpec& s, DType dtype) {
+  if (s.split == Split::Row) return Tensor::zeros({s.out}, dtype);
+  return Tensor::zeros({rows_of_units(units_or_all(s), unit_rows_or_all(s), s.out)}, dtype);
+}
+
+Linear::Linear(const std::string& prefix, const LinearSpec& s, uint64_t seed, DType dtype,
+               Communicator* comm)
+    : Module(prefix),
+      weight(add_parameter("weight", initial_weight(prefix, s, seed, dtype), true)),
+      bias(add_parameter("bias", initial_bias(s, dtype), false)),
+      split_(s.split),
+      comm_(comm) {
+  if (!s.unit_kind.empty()) {
+    weight.unit_kind = s.unit_kind;
+    weight.unit_rows = s.unit_rows;
+    weight.logical_rows = logical_rows(s);
+    weight.units = s.units;
+    if (s.split == Split::Column) {  // the bias follows the output features
+      bias.unit_kind = s.unit_kind;
+      bias.unit_rows = s.unit_rows;
+      bias.logical_rows = s.out;
+      bias.units = s.units;
+    }
+  }
+}
+
+Tensor Linear::forward(const Tensor& x) const {
+  if (split_ == Split::Column)
+    return add(matmul(copy_to_tensor_parallel(x, comm_), weight.value, false, true), bias.value);
+  return add(reduce_from_tensor_parallel(matmul(x, weight.value), comm_), bias.value);
+}
+
+}  // namespace flextp

@@ -1,0 +1,24 @@
+#include "nn/module.h"
+
+namespace flextp {
+
+std::vector<Parameter*> Module::parameters() {
+  std::vector<Parameter*> out;
+  for (auto& p : params_) out.push_back(p.get());
+  for (auto& c : children_)
+    for (Parameter* p : c->parameters()) out.push_back(p);
+  return out;
+}
+
+Parameter& Module::add_parameter(const std::string& name, Tensor value, bool weight_decay) {
+  auto p = std::make_unique<Parameter>();
+  p->name = child_prefix(name);
+  p->value = value;
+  p->value.set_requires_grad(true);
+  p->weight_decay = weight_decay;
+  p->logical_rows = value.ndim() ? value.size(0) : 1;
+  params_.push_back(std::move(p));
+  return *params_.back();
+}
+
+}  // namespace flextp

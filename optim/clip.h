@@ -1,0 +1,16 @@
+#pragma once
+// Global gradient-norm clipping. Under tensor parallelism the norm counts every unit once:
+// split parameters' squares are summed over ranks, replicated ones taken once.
+#include <vector>
+
+#include "core/parameter.h"
+#include "parallel/communicator.h"
+
+namespace flextp {
+
+// The L2 norm of all gradients (comm may be null for one process).
+double grad_norm(const std::vector<Parameter*>& params, Communicator* comm);
+// Scales gradients so that their global norm is at most max_norm; returns the norm before.
+double clip_grad_norm(const std::vector<Parameter*>& params, double max_norm, Communicator* comm);
+
+}  // namespace flextp

@@ -1,0 +1,132 @@
+// Model checkpoints: Hugging Face names and layouts, exact save/load, and refusal of files that do
+// not fit the model.
+#include <doctest/doctest.h>
+
+#include "core/autograd.h"
+#include "core/safetensors.h"
+#include "nn/checkpoint.h"
+#include "tests/gradcheck.h"
+#include "tests/temp_dir.h"
+
+using namespace flextp;
+
+namespace {
+GPTConfig small() {
+  GPTConfig c;
+  c.vocab_size = 13;
+  c.vocab_unit = 4;
+  c.n_positions = 8;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 8;
+  c.mlp_unit = 8;
+  return c;
+}
+Tensor ids() { return Tensor::from_vector<int32_t>({1, 5, 12, 0, 3, 3, 7, 9}, {2, 4}); }
+void train_a_little(GPT& m, Optimizer& opt, int steps) {
+  std::vector<Parameter*> params = m.parameters();
+  for (int i = 0; i < steps; ++i) {
+    m.loss(ids(), ids()).backward();
+    opt.step(params, 1e-2);
+    for (Parameter* p : params) p->value.zero_grad();
+  }
+}
+}  // namespace
+
+TEST_CASE("checkpoints use Hugging Face GPT-2 names and Conv1D shapes") {
+  test::TempDir dir("ckname");
+  GPT m(small());
+  save_checkpoint(dir.file("m.safetensors"), m, nullptr, {3, 1, {}});
+  SafetensorsFile f = read_safetensors(dir.file("m.safetensors"));
+  CHECK(f.tensors.at("wte.weight").shape() == Shape{13, 8});
+  CHECK(f.tensors.at("wpe.weight").shape() == Shape{8, 8});
+  CHECK(f.tensors.at("h.1.attn.c_attn.weight").shape() == Shape{8, 24});
+  CHECK(f.tensors.at("h.1.attn.c_attn.bias").shape() == Shape{24});
+  CHECK(f.tensors.at("h.0.attn.c_proj.weight").shape() == Shape{8, 8});
+  CHECK(f.tensors.at("h.0.mlp.c_fc.weight").shape() == Shape{8, 32});
+  CHECK(f.tensors.at("h.0.mlp.c_proj.weight").shape() == Shape{32, 8});
+  CHECK(f.tensors.at("ln_f.bias").shape() == Shape{8});
+  CHECK(f.tensors.size() == 2 + 2 * 12 + 2);
+  CHECK(f.metadata.at("n_layer") == "2");
+  CHECK(f.metadata.at("step") == "3");
+  // Hugging Face's c_attn columns are [all q | all k | all v]; flextp's rows are per head.
+  // Column s*C + h*D + i of HF is row h*3D + s*D + i here (C = 8, D = 4).
+  std::vector<float> ours = m.blocks()[1]->attn.c_attn.weight.value.to_vector<float>();
+  std::vector<float> hf = f.tensors.at("h.1.attn.c_attn.weight").to_vector<float>();
+  for (int h = 0; h < 2; ++h)
+    for (int s = 0; s < 3; ++s)
+      for (int i = 0; i < 4; ++i)
+        for (int in = 0; in < 8; ++in)
+          CHECK(hf[in * 24 + s * 8 + h * 4 + i] == ours[(h * 12 + s * 4 + i) * 8 + in]);
+}
+
+TEST_CASE("save then load gives identical logits and optimizer state") {
+  test::TempDir dir("ckrt");
+  GPT a(small());
+  AdamW oa({0.9, 0.999, 1e-8, 0.1});
+  train_a_little(a, oa, 3);
+  save_checkpoint(dir.file("m.safetensors"), a, &oa, {3, 42, {{"tokenizer", "byte"}}});
+
+  GPTConfig other = small();
+  other.seed = 999;  // a different initialisation, overwritten by the load
+  GPT b(other);
+  AdamW ob({0.9, 0.999, 1e-8, 0.1});
+  TrainState st = load_checkpoint(dir.file("m.safetensors"), b, &ob);
+  CHECK(st.step == 3);
+  CHECK(st.seed == 42);
+  CHECK(st.extra.at("tokenizer") == "byte");
+  CHECK(ob.steps_taken() == 3);
+  NoGradGuard ng;
+  CHECK(a.logits(ids()).to_vector<float>() == b.logits(ids()).to_vector<float>());
+  std::vector<Parameter*> pa = a.parameters(), pb = b.parameters();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    INFO(pa[i]->name);
+    CHECK(pa[i]->state.at("m").to_vector<float>() == pb[i]->state.at("m").to_vector<float>());
+    CHECK(pa[i]->state.at("v").to_vector<float>() == pb[i]->state.at("v").to_vector<float>());
+  }
+}
+
+TEST_CASE("loading refuses checkpoints that do not fit the model") {
+  test::TempDir dir("ckbad");
+  GPT m(small());
+  AdamW opt({});
+  std::string path = dir.file("m.safetensors");
+  save_checkpoint(path, m, &opt, {5, 1, {}});
+
+  GPTConfig wider = small();
+  wider.n_embd = 16;
+  GPT w(wider);
+  CHECK_THROWS_WITH_AS(load_checkpoint(path, w, nullptr),
+                       doctest::Contains("checkpoint has n_embd 8 but the model was built with 16"), Error);
+
+  SafetensorsFile f = read_safetensors(path);
+  auto rewrite = [&](const std::map<std::string, Tensor>& tensors) {
+    std::vector<std::pair<std::string, Tensor>> list(tensors.begin(), tensors.end());
+    write_safetensors(dir.file("x.safetensors"), list, f.metadata);
+    return dir.file("x.safetensors");
+  };
+  auto missing = f.tensors;
+  missing.erase("h.1.mlp.c_fc.bias");
+  CHECK_THROWS_WITH_AS(load_checkpoint(rewrite(missing), m, nullptr),
+                       doctest::Contains("tensor 'h.1.mlp.c_fc.bias' is missing"), Error);
+  auto extra = f.tensors;
+  extra["h.9.attn.c_attn.weight"] = Tensor::zeros({1});
+  CHECK_THROWS_WITH_AS(load_checkpoint(rewrite(extra), m, nullptr),
+                       doctest::Contains("unexpected tensor 'h.9.attn.c_attn.weight'"), Error);
+  auto shape = f.tensors;
+  shape["ln_f.weight"] = Tensor::zeros({9});
+  CHECK_THROWS_WITH_AS(load_checkpoint(rewrite(shape), m, nullptr),
+                       doctest::Contains("'ln_f.weight' has shape [9], the model needs [8]"), Error);
+  auto dtype = f.tensors;
+  dtype["ln_f.weight"] = Tensor::zeros({8}, DType::F64);
+  CHECK_THROWS_WITH_AS(load_checkpoint(rewrite(dtype), m, nullptr),
+                       doctest::Contains("'ln_f.weight' is f64, the model needs f32"), Error);
+
+  // Weights from another step than the optimizer state: an interrupted save.
+  save_checkpoint(dir.file("y.safetensors"), m, nullptr, {6, 1, {}});
+  std::filesystem::copy_file(path + ".state", dir.file("y.safetensors.state"));
+  CHECK_THROWS_WITH_AS(load_checkpoint(dir.file("y.safetensors"), m, &opt),
+                       doctest::Contains("inconsistent"), Error);
+  SGD sgd({});
+  CHECK_THROWS_WITH_AS(load_checkpoint(path, m, &sgd), doctest::Contains("holds adamw state"), Error);
+}

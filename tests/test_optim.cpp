@@ -1,0 +1,73 @@
+// Optimizers, schedule and clipping against hand computations.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "optim/clip.h"
+#include "optim/optimizer.h"
+#include "optim/schedule.h"
+#include "core/ops/shape_ops.h"
+#include "tests/gradcheck.h"
+
+using namespace flextp;
+
+namespace {
+Parameter param(std::vector<double> value, std::vector<double> grad, bool decay = true) {
+  Parameter p;
+  p.name = "p";
+  p.value = Tensor::from_vector(value, {static_cast<int64_t>(value.size())});
+  p.value.set_requires_grad(true);
+  p.value.set_grad(Tensor::from_vector(grad, {static_cast<int64_t>(grad.size())}));
+  p.weight_decay = decay;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("AdamW: two steps by hand, decoupled decay only where enabled") {
+  Parameter p = param({1.0, -2.0}, {0.5, -0.1}), q = param({1.0}, {0.5}, false);
+  AdamW opt({0.9, 0.999, 1e-8, 0.1});
+  double lr = 0.01;
+  opt.step({&p, &q}, lr);
+  // Step 1: m = 0.1 g, v = 0.001 g^2; corrected m/sqrt(v) = sign(g).
+  double p0 = 1.0 - lr * (0.5 / (0.5 + 1e-8) + 0.1 * 1.0);
+  double p1 = -2.0 - lr * (-0.1 / (0.1 + 1e-8) + 0.1 * -2.0);
+  test::check_values(p.value, {p0, p1}, 1e-12);
+  test::check_values(q.value, {1.0 - lr * (0.5 / (0.5 + 1e-8))}, 1e-12);
+  test::check_values(p.state["m"], {0.05, -0.01}, 1e-12);
+  test::check_values(p.state["v"], {0.001 * 0.25, 0.001 * 0.01}, 1e-12);
+  opt.step({&p, &q}, lr);
+  double m = 0.9 * 0.05 + 0.1 * 0.5, v = 0.999 * 0.00025 + 0.001 * 0.25;
+  double mh = m / (1 - 0.81), vh = v / (1 - 0.999 * 0.999);
+  test::check_values(slice_rows(p.value, 0, 1), {p0 - lr * (mh / (std::sqrt(vh) + 1e-8) + 0.1 * p0)},
+                     1e-12);
+  CHECK(opt.steps_taken() == 2);
+}
+
+TEST_CASE("SGD with momentum") {
+  Parameter p = param({1.0}, {2.0});
+  SGD opt({0.9, 0.0});
+  opt.step({&p}, 0.1);  // buf = 2, p = 1 - 0.2
+  test::check_values(p.value, {0.8}, 1e-12);
+  opt.step({&p}, 0.1);  // buf = 0.9 * 2 + 2 = 3.8, p = 0.8 - 0.38
+  test::check_values(p.value, {0.42}, 1e-12);
+}
+
+TEST_CASE("cosine schedule with linear warm-up") {
+  CosineSchedule s{1.0, 0.1, 10, 110};
+  CHECK(s.at(0) == doctest::Approx(0.1));
+  CHECK(s.at(9) == doctest::Approx(1.0));
+  CHECK(s.at(10) == doctest::Approx(1.0));
+  CHECK(s.at(60) == doctest::Approx(0.55));
+  CHECK(s.at(110) == doctest::Approx(0.1));
+  CHECK(s.at(500) == doctest::Approx(0.1));
+}
+
+TEST_CASE("global gradient-norm clipping") {
+  Parameter a = param({0, 0}, {3, 0}), b = param({0}, {4});
+  CHECK(grad_norm({&a, &b}, nullptr) == doctest::Approx(5));
+  CHECK(clip_grad_norm({&a, &b}, 10, nullptr) == doctest::Approx(5));
+  test::check_values(a.grad(), {3, 0});
+  clip_grad_norm({&a, &b}, 1, nullptr);
+  test::check_values(a.grad(), {0.6, 0}, 1e-5);
+  test::check_values(b.grad(), {0.8}, 1e-5);
+}

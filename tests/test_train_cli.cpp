@@ -1,0 +1,93 @@
+// The train binary end to end: exact resume, evaluation of a checkpoint, and clear errors for
+// bad flags, files and configurations.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <sys/wait.h>
+
+#include "core/safetensors.h"
+#include "tests/temp_dir.h"
+
+using namespace flextp;
+
+namespace {
+
+struct Run {
+  int status;
+  std::string output;
+};
+
+Run run_train(const std::string& args) {
+  std::string cmd = std::string(FLEXTP_TRAIN_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string corpus(const test::TempDir& dir) {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += "the quick brown fox " + std::to_string(i % 17) + " jumps. ";
+  return dir.write("corpus.txt", text);
+}
+
+const char* kTiny = "--n-layer 1 --n-head 2 --n-embd 16 --mlp-unit 16 --seq-len 16 --batch 2 --log-every 100 "
+                    "--eval-every 0 --eval-batches 2 --warmup 2";
+
+}  // namespace
+
+TEST_CASE("10 steps equal 5 steps + save + load + 5 steps, bitwise") {
+  test::TempDir dir("resume");
+  std::string data = corpus(dir);
+  std::string base = std::string(kTiny) + " --data " + data + " --steps 10 --dropout 0.1";
+  Run full = run_train(base + " --save " + dir.file("full.st") + " --save-every 5");
+  REQUIRE_MESSAGE(full.status == 0, full.output);
+  // The run also left its step-5 checkpoint beside the final one: resume from it.
+  Run resumed = run_train(base + " --load " + dir.file("full-step000005.st") + " --save " +
+                          dir.file("resumed.st"));
+  REQUIRE_MESSAGE(resumed.status == 0, resumed.output);
+  CHECK(test::read_bytes(dir.file("resumed.st")) == test::read_bytes(dir.file("full.st")));
+  CHECK(test::read_bytes(dir.file("resumed.st.state")) == test::read_bytes(dir.file("full.st.state")));
+}
+
+TEST_CASE("--eval-only prints the loss of a checkpoint on a file, windows in order") {
+  test::TempDir dir("eval");
+  std::string data = corpus(dir);
+  REQUIRE(run_train(std::string(kTiny) + " --data " + data + " --steps 3 --save " + dir.file("m.st")).status == 0);
+  Run a = run_train("--eval-only --load " + dir.file("m.st") + " --data " + data + " --seq-len 16 --batch 2 --eval-batches 3");
+  REQUIRE_MESSAGE(a.status == 0, a.output);
+  CHECK(a.output.find("6 windows of 16 tokens") != std::string::npos);
+  CHECK(a.output.find("loss ") != std::string::npos);
+  Run b = run_train("--eval-only --load " + dir.file("m.st") + " --data " + data + " --seq-len 16 --batch 3 --eval-batches 2");
+  CHECK(a.output.substr(a.output.find("loss ")) == b.output.substr(b.output.find("loss ")));
+}
+
+TEST_CASE("bad flags, files and configurations end with a clear message and status 1") {
+  test::TempDir dir("badcli");
+  std::string data = corpus(dir);
+  auto fails_with = [&](const std::string& args, const std::string& message) {
+    Run r = run_train(args);
+    INFO(args, "\n", r.output);
+    CHECK(r.status != 0);
+    CHECK(r.output.find(message) != std::string::npos);
+  };
+  fails_with("--steps -3", "--steps");
+  fails_with("--batch 0", "--batch");
+  fails_with("--no-such-flag", "no-such-flag");
+  fails_with("--optimizer adam", "--optimizer");
+  fails_with("--data " + dir.file("missing.txt"), "cannot open data file");
+  fails_with("--data " + dir.write("short.txt", "tiny") + " --seq-len 16", "fewer than seq_len + 1");
+  fails_with("--data " + data + " --n-embd 10 --n-head 4", "not divisible by --n-head");
+  fails_with("--data " + data + " --seq-len 64 --n-positions 32", "--seq-len 64 exceeds n_positions 32");
+  fails_with("--data " + data + " --vocab 50", "outside the vocabulary of 50");
+  fails_with("--eval-only --data " + data, "--eval-only needs --load");
+  fails_with("--load " + dir.file("nothing.st"), "cannot open checkpoint file");
+  fails_with("--load " + dir.write("junk.st", "garbage that is long enough"), "header length");
+  REQUIRE(run_train(std::string(kTiny) + " --data " + data + " --steps 1 --save " + dir.file("m.st")).status == 0);
+  fails_with("--load " + dir.file("m.st") + " --n-embd 32 --data " + data, "--n-embd 32 differs from the 16");
+}

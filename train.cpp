@@ -1,0 +1,238 @@
+// train: the flextp trainer. Reads a corpus, builds a GPT, trains it with AdamW (or SGD), logs,
+// evaluates, saves checkpoints and samples text. Flags are listed by `train --help` and in the
+// README. Reading order: README -> this file -> nn/gpt.h -> nn/attention.h, nn/mlp.h -> core/.
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "bench/timer.h"
+#include "core/autograd.h"
+#include "data/batches.h"
+#include "data/token_files.h"
+#include "nn/checkpoint.h"
+#include "nn/generate.h"
+#include "optim/clip.h"
+#include "optim/schedule.h"
+
+using namespace flextp;
+
+namespace {
+
+struct Options {
+  // model
+  int64_t n_layer = 4, n_head = 4, n_embd = 128, seq_len = 128, n_positions = 0, vocab = 0;
+  int64_t mlp_unit = 64, vocab_unit = 64;
+  double dropout = 0.0;
+  // run
+  std::string data, val_data, save, load, metrics, optimizer = "adamw", prompt = "\n";
+  int64_t batch = 16, steps = 1000, warmup = 50, eval_every = 100, eval_batches = 10,
+          log_every = 10, save_every = 0, sample = 0, top_k = 40;
+  double lr = 1e-3, min_lr = 1e-4, weight_decay = 0.1, grad_clip = 1.0, val_fraction = 0.1,
+         temperature = 0.8, momentum = 0.9;
+  uint64_t seed = 1337;
+  bool eval_only = false;
+};
+
+void add_flags(CLI::App& app, Options& o) {
+  auto positive = CLI::PositiveNumber, non_negative = CLI::NonNegativeNumber;
+  app.add_option("--n-layer", o.n_layer, "transformer blocks")->check(positive);
+  app.add_option("--n-head", o.n_head, "attention heads per block")->check(positive);
+  app.add_option("--n-embd", o.n_embd, "channels (divisible by --n-head)")->check(positive);
+  app.add_option("--seq-len", o.seq_len, "tokens per training window")->check(positive);
+  app.add_option("--n-positions", o.n_positions, "position table size (default: --seq-len)")->check(positive);
+  app.add_option("--vocab", o.vocab, "vocabulary size (default: the tokenizer's)")->check(positive);
+  app.add_option("--mlp-unit", o.mlp_unit, "MLP neurons per tensor-parallel unit")->check(positive);
+  app.add_option("--vocab-unit", o.vocab_unit, "vocabulary rows per tensor-parallel unit")->check(positive);
+  app.add_option("--dropout", o.dropout, "dropout probability")->check(CLI::Range(0.0, 0.99));
+  app.add_option("--data", o.data, "training text file or llm.c shard (glob); default: fortunes");
+  app.add_option("--val-data", o.val_data, "validation data (default: the last --val-fraction)");
+  app.add_option("--val-fraction", o.val_fraction, "share of --data held out")->check(CLI::Range(0.0, 0.9));
+  app.add_option("--batch", o.batch, "windows per step")->check(positive);
+  app.add_option("--steps", o.steps, "total optimizer steps")->check(non_negative);
+  app.add_option("--lr", o.lr, "peak learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--min-lr", o.min_lr, "final learning rate of the cosine")->check(non_negative);
+  app.add_option("--warmup", o.warmup, "linear warm-up steps")->check(non_negative);
+  app.add_option("--weight-decay", o.weight_decay, "decoupled weight decay")->check(non_negative);
+  app.add_option("--grad-clip", o.grad_clip, "global gradient-norm limit (0: off)")->check(non_negative);
+  app.add_option("--optimizer", o.optimizer, "adamw or sgd")->check(CLI::IsMember({"adamw", "sgd"}));
+  app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--seed", o.seed, "seed of initialisation, data order, dropout, sampling");
+  app.add_option("--eval-every", o.eval_every, "validation every N steps (0: only at the end)")->check(non_negative);
+  app.add_option("--eval-batches", o.eval_batches, "validation batches (of --batch windows)")->check(positive);
+  app.add_option("--log-every", o.log_every, "print every N steps")->check(positive);
+  app.add_option("--save", o.save, "checkpoint path (weights; optimizer state in PATH.state)");
+  app.add_option("--save-every", o.save_every, "also save PATH-stepNNNNNN every N steps")->check(non_negative);
+  app.add_option("--load", o.load, "resume from (or, with --eval-only, evaluate) a checkpoint");
+  app.add_option("--metrics", o.metrics, "append one JSON line per step to this file");
+  app.add_option("--sample", o.sample, "generate N tokens at the end")->check(non_negative);
+  app.add_option("--prompt", o.prompt, "text the sample continues");
+  app.add_option("--temperature", o.temperature, "sampling temperature (0: greedy)")->check(non_negative);
+  app.add_option("--top-k", o.top_k, "sample among the k likeliest (0: all)")->check(non_negative);
+  app.add_flag("--eval-only", o.eval_only, "print the validation loss of --load on --data and exit");
+}
+
+// Mean cross-entropy over the first `windows` non-overlapping windows of the stream, in order.
+double evaluate(GPT& model, const std::vector<int32_t>& tokens, int64_t seq_len, int64_t windows,
+                int64_t batch) {
+  NoGradGuard ng;
+  model.set_training(false);
+  double total = 0;
+  for (int64_t first = 0; first < windows; first += batch) {
+    int64_t count = std::min(batch, windows - first);
+    Batch b = eval_batch(tokens, seq_len, first, count);
+    total += model.loss(b.ids, b.targets).item() * static_cast<double>(count);
+  }
+  model.set_training(true);
+  return total / static_cast<double>(windows);
+}
+
+int64_t eval_window_count(const std::vector<int32_t>& tokens, const Options& o, const char* what) {
+  int64_t available = eval_windows(tokens, o.seq_len);
+  FLEXTP_CHECK(available > 0, what, " has ", tokens.size(), " tokens, fewer than seq_len + 1 = ",
+               o.seq_len + 1);
+  return std::min(available, o.eval_batches * o.batch);
+}
+
+GPTConfig model_config(const Options& o, const Tokenizer& tok, const CLI::App& app) {
+  GPTConfig c;
+  if (!o.load.empty()) {  // the checkpoint decides; flags given explicitly must agree
+    c = read_checkpoint_config(o.load);
+    for (auto [flag, value, saved] : {std::tuple{"--n-layer", o.n_layer, c.n_layer},
+                                      {"--n-head", o.n_head, c.n_head}, {"--n-embd", o.n_embd, c.n_embd},
+                                      {"--vocab", o.vocab, c.vocab_size},
+                                      {"--n-positions", o.n_positions, c.n_positions}})
+      FLEXTP_CHECK(app.count(flag) == 0 || value == saved, flag, " ", value, " differs from the ",
+                   saved, " of checkpoint ", o.load);
+  } else {
+    c.n_layer = o.n_layer, c.n_head = o.n_head, c.n_embd = o.n_embd;
+    c.vocab_size = o.vocab ? o.vocab : tok.vocab_size();
+    c.n_positions = o.n_positions ? o.n_positions : o.seq_len;
+  }
+  c.mlp_unit = o.mlp_unit, c.vocab_unit = o.vocab_unit, c.dropout = o.dropout, c.seed = o.seed;
+  c.validate();
+  FLEXTP_CHECK(o.seq_len <= c.n_positions, "--seq-len ", o.seq_len, " exceeds n_positions ",
+               c.n_positions, " (the position table)");
+  return c;
+}
+
+void check_vocab(const std::vector<int32_t>& tokens, int64_t vocab, const std::string& what) {
+  for (int32_t t : tokens)
+    FLEXTP_CHECK(t >= 0 && t < vocab, what, " holds token ", t, ", outside the vocabulary of ",
+                 vocab, " (set --vocab)");
+}
+
+// Periodic checkpoints sit beside the final one: runs/m.safetensors -> runs/m-step000500.safetensors.
+std::string periodic_path(const std::string& path, int64_t step) {
+  size_t slash = path.find_last_of('/'), dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) dot = path.size();
+  char tag[32];
+  std::snprintf(tag, sizeof tag, "-step%06lld", (long long)step);
+  return path.substr(0, dot) + tag + path.substr(dot);
+}
+
+int run(const Options& o, const CLI::App& app) {
+  ByteTokenizer tok;
+  std::vector<int32_t> all = o.data.empty() ? tok.encode(default_corpus_text()) : load_tokens(o.data, tok);
+  std::vector<int32_t> train_tokens, val_tokens;
+  if (o.val_data.empty())
+    split_tokens(all, o.val_fraction, train_tokens, val_tokens);
+  else
+    train_tokens = all, val_tokens = load_tokens(o.val_data, tok);
+  GPTConfig c = model_config(o, tok, app);
+  check_vocab(all, c.vocab_size, o.data.empty() ? "the default corpus" : o.data);
+  check_vocab(val_tokens, c.vocab_size, o.val_data.empty() ? "the validation split" : o.val_data);
+
+  GPT model(c);
+  std::vector<Parameter*> params = model.parameters();
+  std::unique_ptr<Optimizer> opt;
+  if (o.optimizer == "sgd")
+    opt = std::make_unique<SGD>(SGDOptions{o.momentum, o.weight_decay});
+  else
+    opt = std::make_unique<AdamW>(AdamWOptions{0.9, 0.999, 1e-8, o.weight_decay});
+
+  if (o.eval_only) {
+    FLEXTP_CHECK(!o.load.empty(), "--eval-only needs --load CHECKPOINT");
+    load_checkpoint(o.load, model, nullptr);
+    // Evaluate on the whole of --data (no split): windows from the file's start.
+    int64_t windows = eval_window_count(all, o, "--data");
+    std::printf("eval %s: %lld windows of %lld tokens from the start of %s: loss %.6f\n",
+                o.load.c_str(), (long long)windows, (long long)o.seq_len,
+                o.data.empty() ? "the default corpus" : o.data.c_str(),
+                evaluate(model, all, o.seq_len, windows, o.batch));
+    return 0;
+  }
+
+  int64_t start = 0;
+  if (!o.load.empty()) start = load_checkpoint(o.load, model, opt.get()).step;
+  BatchSampler sampler(&train_tokens, o.batch, o.seq_len, o.seed);
+  int64_t val_windows = val_tokens.empty() ? 0 : eval_window_count(val_tokens, o, "the validation data");
+  CosineSchedule sched{o.lr, o.min_lr, o.warmup, o.steps};
+  std::ofstream metrics;
+  if (!o.metrics.empty()) {
+    metrics.open(o.metrics, std::ios::app);
+    FLEXTP_CHECK(metrics, "cannot open --metrics file ", o.metrics);
+  }
+  std::printf("flextp: %s, %lld parameters, %lld train / %lld val tokens, batch %lld x %lld\n",
+              c.str().c_str(), (long long)[&] { int64_t n = 0; for (auto* p : params) n += p->value.numel(); return n; }(),
+              (long long)train_tokens.size(), (long long)val_tokens.size(), (long long)o.batch,
+              (long long)o.seq_len);
+  TrainState state{start, o.seed, {{"tokenizer", tok.name()}}};
+  auto save = [&](const std::string& path, int64_t step) {
+    state.step = step;
+    save_checkpoint(path, model, opt.get(), state);
+    std::printf("saved %s (step %lld)\n", path.c_str(), (long long)step);
+  };
+
+  for (int64_t step = start; step < o.steps; ++step) {
+    double t0 = bench::now_ms();
+    model.set_step(static_cast<uint64_t>(step));
+    Batch b = sampler.at_step(step);
+    Tensor loss = model.loss(b.ids, b.targets);
+    loss.backward();
+    double norm = clip_grad_norm(params, o.grad_clip, nullptr);
+    double lr = sched.at(step);
+    opt->step(params, lr);
+    for (Parameter* p : params) p->value.zero_grad();
+    double ms = bench::now_ms() - t0, tok_s = o.batch * o.seq_len / (ms / 1000.0);
+    double loss_v = loss.item();
+    bool last = step + 1 == o.steps;
+    nlohmann::json line = {{"step", step + 1}, {"loss", loss_v}, {"lr", lr}, {"ms", ms},
+                           {"tokens_per_s", tok_s}, {"grad_norm", norm}};
+    if (step % o.log_every == 0 || last)
+      std::printf("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s\n", (long long)step + 1,
+                  loss_v, lr, ms, tok_s);
+    if (val_windows && ((o.eval_every && (step + 1) % o.eval_every == 0) || last)) {
+      double val = evaluate(model, val_tokens, o.seq_len, val_windows, o.batch);
+      line["val_loss"] = val;
+      std::printf("step %5lld | val loss %.4f\n", (long long)step + 1, val);
+    }
+    if (metrics.is_open()) metrics << line.dump() << "\n" << std::flush;
+    if (!o.save.empty() && o.save_every && (step + 1) % o.save_every == 0 && !last)
+      save(periodic_path(o.save, step + 1), step + 1);
+    std::fflush(stdout);
+  }
+  if (!o.save.empty()) save(o.save, std::max(start, o.steps));
+  if (o.sample > 0) {
+    std::vector<int32_t> prompt = tok.encode(o.prompt.empty() ? "\n" : o.prompt);
+    std::vector<int32_t> out = generate(model, prompt, {o.sample, o.temperature, o.top_k, o.seed});
+    std::printf("---- sample ----\n%s\n----------------\n", tok.decode(out).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"flextp train: a GPT trained by flextp's own tensor and autograd engine"};
+  Options o;
+  add_flags(app, o);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(o, app);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train: error: %s\n", e.what());
+    return 1;
+  }
+}
