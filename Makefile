@@ -12,6 +12,9 @@ endif
 
 .PHONY: all deps configure build test train bench clean
 
+# The main job: the default byte-level GPT on the default corpus (Debian's fortunes).
+TRAIN_ARGS ?= --save runs/default/model.safetensors --metrics runs/default/metrics.jsonl --sample 400
+
 all: build
 
 deps:
@@ -26,8 +29,14 @@ build: configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
+train: build
+	@mkdir -p runs/default
+	@rm -f runs/default/metrics.jsonl
+	./$(BUILD_DIR)/train $(TRAIN_ARGS)
+
 bench: build
 	./$(BUILD_DIR)/bench_ops
+	./$(BUILD_DIR)/bench_train_throughput
 
 clean:
 	rm -rf build build-sanitize

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "bench/timer.h"
@@ -27,7 +28,7 @@ struct Options {
   double dropout = 0.0;
   // run
   std::string data, val_data, save, load, metrics, optimizer = "adamw", prompt = "\n";
-  int64_t batch = 16, steps = 1000, warmup = 50, eval_every = 100, eval_batches = 10,
+  int64_t batch = 16, steps = 600, warmup = 50, eval_every = 100, eval_batches = 10,
           log_every = 10, save_every = 0, sample = 0, top_k = 40;
   double lr = 1e-3, min_lr = 1e-4, weight_decay = 0.1, grad_clip = 1.0, val_fraction = 0.1,
          temperature = 0.8, momentum = 0.9;
@@ -117,6 +118,15 @@ GPTConfig model_config(const Options& o, const Tokenizer& tok, const CLI::App& a
   return c;
 }
 
+// Entropy (nats) of the tokens' unigram distribution: the loss of a model that ignores context.
+double unigram_entropy(const std::vector<int32_t>& tokens) {
+  std::map<int32_t, double> count;
+  for (int32_t t : tokens) count[t] += 1;
+  double h = 0, n = static_cast<double>(tokens.size());
+  for (const auto& [t, c] : count) h -= c / n * std::log(c / n);
+  return h;
+}
+
 void check_vocab(const std::vector<int32_t>& tokens, int64_t vocab, const std::string& what) {
   for (int32_t t : tokens)
     FLEXTP_CHECK(t >= 0 && t < vocab, what, " holds token ", t, ", outside the vocabulary of ",
@@ -178,6 +188,8 @@ int run(const Options& o, const CLI::App& app) {
               c.str().c_str(), (long long)[&] { int64_t n = 0; for (auto* p : params) n += p->value.numel(); return n; }(),
               (long long)train_tokens.size(), (long long)val_tokens.size(), (long long)o.batch,
               (long long)o.seq_len);
+  std::printf("unigram entropy of the training tokens: %.4f nats (a context-free model's loss)\n",
+              unigram_entropy(train_tokens));
   TrainState state{start, o.seed, {{"tokenizer", tok.name()}}};
   auto save = [&](const std::string& path, int64_t step) {
     state.step = step;

@@ -20,6 +20,7 @@ struct Parameter {
   // Units: rows of `value` come in blocks of unit_rows rows, one block per owned unit, in the
   // owning layer's local order. unit_rows == 0: replicated (the same on every rank).
   std::string unit_kind;       // "head", "mlp", "vocab" or "" for replicated
+  std::string unit_group;      // the partition's group of these units: "h.3.head", "vocab", ...
   int64_t unit_rows = 0;       // rows per unit (the last unit of a kind may have fewer)
   int64_t logical_rows = 0;    // rows of the whole logical parameter (all units)
   std::vector<int64_t> units;  // the units whose rows `value` holds, in that order

@@ -1,13 +1,13 @@
 #include "nn/gpt.h"
 
-#include "core/ops/cross_entropy.h"
 #include "core/ops/dropout.h"
 #include "core/ops/elementwise.h"
-#include "core/ops/embedding.h"
 #include "core/ops/matmul.h"
 #include "core/ops/shape_ops.h"
 #include "core/random.h"
 #include "nn/init.h"
+#include "parallel/tp_ops.h"
+#include "parallel/vocab_parallel.h"
 
 namespace flextp {
 namespace {
@@ -33,6 +33,7 @@ GPT::GPT(const GPTConfig& c, const LocalUnits& units, Communicator* comm)
   wte.unit_rows = c.vocab_unit;
   wte.logical_rows = c.vocab_size;
   wte.units = units.vocab;
+  wte.unit_group = "vocab";
   FLEXTP_CHECK(static_cast<int64_t>(units.heads.size()) == c.n_layer &&
                    static_cast<int64_t>(units.mlp.size()) == c.n_layer,
                "GPT: unit lists for ", units.heads.size(), " layers, config has ", c.n_layer);
@@ -42,34 +43,44 @@ GPT::GPT(const GPTConfig& c, const LocalUnits& units, Communicator* comm)
   ln_f_ = &add_module(std::make_unique<LayerNorm>("ln_f", c.n_embd, c.dtype));
 }
 
-void GPT::check_ids(const Tensor& ids) const {
+Tensor GPT::hidden(const Tensor& ids) const {
   FLEXTP_CHECK(ids.dtype() == DType::I32 && ids.ndim() == 2, "GPT: token ids must be i32 [B, T], got ",
                ids.str());
   FLEXTP_CHECK(ids.size(1) <= config_.n_positions, "GPT: sequence length ", ids.size(1),
                " exceeds n_positions ", config_.n_positions);
-}
-
-Tensor GPT::hidden(const Tensor& ids) const {
-  check_ids(ids);
   int64_t t = ids.size(1);
   double p = training_ ? config_.dropout : 0.0;
   uint64_t seed = config_.seed ^ (step_ * 0x9E3779B97F4A7C15ull);
-  Tensor x = add(embedding(ids, wte.value), slice_rows(wpe.value, 0, t));  // [B, T, C]
+  Tensor tok = vocab_parallel_embedding(ids, wte.value, vocab_layout(), comm_);  // [B, T, C]
+  Tensor x = add(tok, slice_rows(wpe.value, 0, t));                              // [B, T, C]
   x = dropout(x, p, seed, rng::stream_id("embedding"));
   for (const Block* b : blocks_) x = b->forward(x, p, seed);  // [B, T, C]
   return ln_f_->forward(x);                                    // [B, T, C]
 }
 
+VocabLayout GPT::vocab_layout() const {
+  return VocabLayout(wte.units, config_.vocab_unit, config_.vocab_size);
+}
+
+Tensor GPT::local_logits(const Tensor& ids) const {
+  // The tied LM head is column-split like the embedding: this rank's vocabulary rows only.
+  return matmul(copy_to_tensor_parallel(hidden(ids), comm_), wte.value, false, true);  // [B, T, Vl]
+}
+
 Tensor GPT::logits(const Tensor& ids) const {
-  return matmul(hidden(ids), wte.value, false, true);  // [B, T, V]
+  Tensor l = local_logits(ids);  // [B, T, Vl]
+  int64_t n = ids.numel();
+  Tensor all = gather_vocab_logits(reshape(l, {n, l.size(-1)}), vocab_layout(), comm_);  // [N, V]
+  return reshape(all, {ids.size(0), ids.size(1), config_.vocab_size});                  // [B, T, V]
 }
 
 Tensor GPT::loss(const Tensor& ids, const Tensor& targets) const {
   FLEXTP_CHECK(targets.shape() == ids.shape(), "GPT: targets ", targets.str(),
                " must have the shape of ids ", ids.str());
-  Tensor l = logits(ids);                                         // [B, T, V]
+  Tensor l = local_logits(ids);  // [B, T, Vl]
   int64_t n = ids.numel();
-  return cross_entropy(reshape(l, {n, config_.vocab_size}), reshape(targets, {n}));
+  return vocab_parallel_cross_entropy(reshape(l, {n, l.size(-1)}), reshape(targets, {n}),
+                                      vocab_layout(), comm_);
 }
 
 }  // namespace flextp

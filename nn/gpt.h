@@ -11,6 +11,7 @@
 
 #include "nn/block.h"
 #include "nn/units.h"
+#include "parallel/vocab_parallel.h"
 
 namespace flextp {
 
@@ -21,8 +22,12 @@ class GPT : public Module {
 
   // Mean cross-entropy of predicting targets [B, T] from ids [B, T] (i32).
   Tensor loss(const Tensor& ids, const Tensor& targets) const;
-  // Logits [B, T, V] for ids [B, T] (no graph is recorded when called under NoGradGuard).
+  // All logits [B, T, V] for ids [B, T], gathered from every rank (for sampling; no gradient).
   Tensor logits(const Tensor& ids) const;
+  // This rank's logits [B, T, Vl]: its vocabulary rows, in local order.
+  Tensor local_logits(const Tensor& ids) const;
+  VocabLayout vocab_layout() const;
+  Communicator* communicator() const { return comm_; }
 
   // Dropout is active only in training mode, with masks that change with the step.
   void set_training(bool training) { training_ = training; }
@@ -35,7 +40,6 @@ class GPT : public Module {
 
  private:
   Tensor hidden(const Tensor& ids) const;  // [B, T, C] after ln_f
-  void check_ids(const Tensor& ids) const;
 
   GPTConfig config_;
   std::vector<Block*> blocks_;

@@ -38,11 +38,13 @@ Linear::Linear(const std::string& prefix, const LinearSpec& s, uint64_t seed, DT
       comm_(comm) {
   if (!s.unit_kind.empty()) {
     weight.unit_kind = s.unit_kind;
+    weight.unit_group = s.unit_group;
     weight.unit_rows = s.unit_rows;
     weight.logical_rows = logical_rows(s);
     weight.units = s.units;
     if (s.split == Split::Column) {  // the bias follows the output features
       bias.unit_kind = s.unit_kind;
+      bias.unit_group = s.unit_group;
       bias.unit_rows = s.unit_rows;
       bias.logical_rows = s.out;
       bias.units = s.units;

@@ -17,6 +17,7 @@ struct LinearSpec {
   int64_t in = 0, out = 0;
   Split split = Split::Column;
   std::string unit_kind;         // "" for an unsplit layer
+  std::string unit_group;        // the partition group ("h.0.head")
   int64_t unit_rows = 0;         // weight rows per unit (0: one block of all rows)
   std::vector<int64_t> units;    // owned units, local order (ignored when unit_kind is "")
   double init_std = 0.02;

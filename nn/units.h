@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "nn/config.h"
+#include "parallel/partition.h"
 
 namespace flextp {
 
@@ -14,6 +15,11 @@ struct LocalUnits {
 
   // Every unit, in order: what a single process holds.
   static LocalUnits all(const GPTConfig& c);
+  // The units a rank owns under a partition, ascending.
+  static LocalUnits of_rank(const GPTConfig& c, const Partition& p, int rank);
 };
+
+// The model's unit groups, in the names the partition uses: "h.<l>.head", "h.<l>.mlp", "vocab".
+std::vector<UnitGroup> unit_groups(const GPTConfig& c);
 
 }  // namespace flextp

@@ -158,7 +158,11 @@ TEST_CASE("embedding: lookup, scatter-add gradient, bad ids") {
   check_gradients([ids](const In& in) { return embedding(ids, in[0]); }, {leaf({5, 4}, 1)});
   CHECK_THROWS_WITH_AS(embedding(i32({3}, {1}), table),
                        doctest::Contains("id 3 at position 0 is outside the table's 3 rows"), Error);
-  CHECK_THROWS_WITH_AS(embedding(i32({-1}, {1}), table), doctest::Contains("id -1"), Error);
+  CHECK_THROWS_WITH_AS(embedding(i32({-2}, {1}), table), doctest::Contains("id -2"), Error);
+  // -1: a row held by another rank: zeros out, no gradient.
+  test::check_values(embedding(i32({-1, 1}, {2}), table), {0, 0, 10, 11});
+  Tensor some_missing = i32({1, -1, 4, -1}, {4});
+  check_gradients([some_missing](const In& in) { return embedding(some_missing, in[0]); }, {leaf({5, 3}, 2)});
   CHECK_THROWS_WITH_AS(embedding(Tensor::zeros({2}), table), doctest::Contains("must be i32"), Error);
 }
 

@@ -1,7 +1,6 @@
 #include "core/ops/attention.h"
 
 #include <cmath>
-#include <limits>
 
 #include "core/cpu/eigen.h"
 #include "core/dispatch.h"
@@ -31,8 +30,10 @@ void probabilities(const T* base, const HeadView& v, const T* lse, RowMatrix<T>&
   auto k = matrix(base + v.qkv_offset + v.d, v.t, v.d, v.qkv_stride);
   p.noalias() = q * k.transpose();
   T scale = T(1) / std::sqrt(T(v.d));
-  for (int64_t i = 0; i < v.t; ++i)
-    for (int64_t j = 0; j < v.t; ++j) p(i, j) = j <= i ? std::exp(p(i, j) * scale - lse[i]) : T(0);
+  for (int64_t i = 0; i < v.t; ++i) {
+    p.row(i).head(i + 1) = (p.row(i).head(i + 1).array() * scale - lse[i]).exp().matrix();
+    p.row(i).tail(v.t - i - 1).setZero();
+  }
 }
 
 template <typename T>
@@ -55,13 +56,12 @@ void forward_impl(const Tensor& qkv, int64_t n_head, Tensor& out, Tensor& lse) {
       T scale = T(1) / std::sqrt(T(v.d));
       T* row_lse = plse + bh * v.t;
       for (int64_t i = 0; i < v.t; ++i) {
-        T m = -std::numeric_limits<T>::infinity();
-        for (int64_t j = 0; j <= i; ++j) m = std::max(m, s(i, j) * scale);
-        T sum = 0;
-        for (int64_t j = 0; j <= i; ++j) sum += s(i, j) = std::exp(s(i, j) * scale - m);
-        T inv = T(1) / sum;
-        for (int64_t j = 0; j <= i; ++j) s(i, j) *= inv;
-        for (int64_t j = i + 1; j < v.t; ++j) s(i, j) = T(0);
+        auto row = s.row(i).head(i + 1).array();  // the causal part; Eigen's exp is vectorised
+        T m = row.maxCoeff() * scale;
+        row = (row * scale - m).exp();
+        T sum = row.sum();
+        row *= T(1) / sum;
+        s.row(i).tail(v.t - i - 1).setZero();
         row_lse[i] = m + std::log(sum);
       }
       matrix(pout + v.out_offset, v.t, v.d, v.out_stride).noalias() = s * val;
@@ -100,7 +100,7 @@ void backward_impl(const Tensor& qkv, const Tensor& out, const Tensor& lse, cons
       T scale = T(1) / std::sqrt(T(v.d));
       for (int64_t i = 0; i < v.t; ++i) {
         T di = o.row(i).dot(d_o.row(i));
-        for (int64_t j = 0; j < v.t; ++j) dp(i, j) = p(i, j) * (dp(i, j) - di) * scale;
+        dp.row(i).array() = p.row(i).array() * (dp.row(i).array() - di) * scale;
       }
       dq.noalias() = dp * k;
       dk.noalias() = dp.transpose() * q;

@@ -11,7 +11,7 @@ namespace {
 void check_ids(const Tensor& ids, int64_t vocab) {
   const int32_t* p = ids.data<int32_t>();
   for (int64_t i = 0; i < ids.numel(); ++i)
-    FLEXTP_CHECK(p[i] >= 0 && p[i] < vocab, "embedding: id ", p[i], " at position ", i,
+    FLEXTP_CHECK(p[i] >= -1 && p[i] < vocab, "embedding: id ", p[i], " at position ", i,
                  " is outside the table's ", vocab, " rows");
 }
 }  // namespace
@@ -24,7 +24,12 @@ void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& out) {
   const char* src = static_cast<const char*>(table.raw());
   char* dst = static_cast<char*>(out.raw());
   parallel_for(ids.numel(), 256, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) std::memcpy(dst + i * row_bytes, src + pid[i] * row_bytes, row_bytes);
+    for (int64_t i = lo; i < hi; ++i) {
+      if (pid[i] < 0)
+        std::memset(dst + i * row_bytes, 0, row_bytes);
+      else
+        std::memcpy(dst + i * row_bytes, src + pid[i] * row_bytes, row_bytes);
+    }
   });
 }
 
@@ -39,6 +44,7 @@ void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable) {
     // Split columns, not ids, across threads: two ids may hit the same row.
     parallel_for(c, 64, [&](int64_t lo, int64_t hi) {
       for (int64_t i = 0; i < ids.numel(); ++i) {
+        if (pid[i] < 0) continue;
         T* row = pt + static_cast<int64_t>(pid[i]) * c;
         const T* g = pg + i * c;
         for (int64_t j = lo; j < hi; ++j) row[j] += g[j];

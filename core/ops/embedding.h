@@ -1,6 +1,8 @@
 #pragma once
 // Embedding lookup: ids (i32) [...] into table [V, C] -> [..., C]. The backward scatter-adds the
-// output gradient into the rows that were looked up. An id outside [0, V) is an error.
+// output gradient into the rows that were looked up. The id -1 stands for a row held elsewhere
+// (vocabulary-parallel embedding): its output row is 0 and it gets no gradient. Any other id
+// outside [0, V) is an error.
 #include "core/tensor.h"
 
 namespace flextp {
