@@ -34,7 +34,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   if (a.ndim() > 2 && b.ndim() == 2 && !ta) {
     Shape out_shape = a.shape();
     out_shape.back() = b.size(tb ? 0 : 1);
-    Tensor flat = reshape(a, {a.numel() / a.size(-1), a.size(-1)});
+    int64_t rows = 1;
+    for (int d = 0; d < a.ndim() - 1; ++d) rows *= a.size(d);
+    Tensor flat = reshape(a, {rows, a.size(-1)});
     return reshape(matmul(flat, b, false, tb), out_shape);
   }
   Tensor c = matmul_raw(a, b, ta, tb);

@@ -1,0 +1,63 @@
+// Every collective of the MPI communicator against values computed by hand.
+#include <doctest/doctest.h>
+
+#include "tests/mpi/mpi_context.h"
+
+using namespace flextp;
+
+TEST_CASE("all-reduce sums and maxima, broadcast") {
+  Communicator& c = test::world();
+  int r = c.rank(), n = c.size();
+  Tensor t = Tensor::from_vector<float>({float(r), float(2 * r)}, {2});
+  c.all_reduce(t);
+  CHECK(t.to_vector<float>() == std::vector<float>{float(n * (n - 1) / 2), float(n * (n - 1))});
+  Tensor m = Tensor::from_vector<double>({double(r), -double(r)}, {2});
+  c.all_reduce(m, ReduceOp::Max);
+  CHECK(m.to_vector<double>() == std::vector<double>{double(n - 1), 0.0});
+  Tensor b = Tensor::full({3}, r == n - 1 ? 7 : 0);
+  c.broadcast(b, n - 1);
+  CHECK(b.to_vector<float>() == std::vector<float>{7, 7, 7});
+}
+
+TEST_CASE("all-gather, all-gather-v, reduce-scatter") {
+  Communicator& c = test::world();
+  int r = c.rank(), n = c.size();
+  Tensor out = Tensor::empty({n, 2});
+  c.all_gather(Tensor::full({1, 2}, r), out);
+  for (int k = 0; k < n; ++k) CHECK(out.to_vector<float>()[2 * k] == k);
+  // Rank k contributes k rows of value k (rank 0 none).
+  std::vector<int64_t> rows(n);
+  int64_t total = 0;
+  for (int k = 0; k < n; ++k) total += rows[k] = k;
+  Tensor v = Tensor::empty({total, 3});
+  c.all_gather_v(Tensor::full({r, 3}, r), v, rows);
+  std::vector<float> got = v.to_vector<float>();
+  int64_t at = 0;
+  for (int k = 0; k < n; ++k)
+    for (int64_t i = 0; i < rows[k] * 3; ++i) CHECK(got[at++] == k);
+  Tensor rs = Tensor::empty({2});
+  c.reduce_scatter(Tensor::full({n * 2}, r + 1), rs);
+  CHECK(rs.to_vector<float>() == std::vector<float>(2, float(n * (n + 1) / 2)));
+}
+
+TEST_CASE("grouped send/recv in a ring and all-to-all-v") {
+  Communicator& c = test::world();
+  int r = c.rank(), n = c.size();
+  Tensor in = Tensor::empty({4});
+  c.send_recv({{(r + 1) % n, Tensor::full({4}, r)}}, {{(r + n - 1) % n, in}});
+  CHECK(in.to_vector<float>() == std::vector<float>(4, float((r + n - 1) % n)));
+  // Rank r sends (k + 1) floats of value 100 r + k to rank k.
+  std::vector<float> send;
+  std::vector<int64_t> sb(n), rb(n);
+  for (int k = 0; k < n; ++k) {
+    for (int i = 0; i <= k; ++i) send.push_back(100.0f * r + k);
+    sb[k] = 4 * (k + 1);
+    rb[k] = 4 * (r + 1);
+  }
+  Tensor recv = Tensor::empty({n * (r + 1)});
+  c.all_to_all_v(Tensor::from_vector(send, {int64_t(send.size())}), sb, recv, rb);
+  std::vector<float> got = recv.to_vector<float>();
+  for (int k = 0; k < n; ++k)
+    for (int i = 0; i <= r; ++i) CHECK(got[k * (r + 1) + i] == 100.0f * k + r);
+  CHECK_THROWS_WITH_AS(c.send_recv({{r, Tensor::empty({1})}}, {}), doctest::Contains("bad peer"), Error);
+}
