@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "bench/timer.h"
@@ -16,6 +17,8 @@
 #include "nn/generate.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
+#include "parallel/mpi_communicator.h"
+#include "parallel/unit_rows.h"
 
 using namespace flextp;
 
@@ -28,12 +31,16 @@ struct Options {
   double dropout = 0.0;
   // run
   std::string data, val_data, save, load, metrics, optimizer = "adamw", prompt = "\n";
+  std::string no_decay = "bias,ln_,wpe";
   int64_t batch = 16, steps = 600, warmup = 50, eval_every = 100, eval_batches = 10,
           log_every = 10, save_every = 0, sample = 0, top_k = 40;
   double lr = 1e-3, min_lr = 1e-4, weight_decay = 0.1, grad_clip = 1.0, val_fraction = 0.1,
          temperature = 0.8, momentum = 0.9;
   uint64_t seed = 1337;
   bool eval_only = false;
+  // tensor parallelism
+  std::string tp_weights;
+  std::vector<std::string> tp_assign;
 };
 
 void add_flags(CLI::App& app, Options& o) {
@@ -56,6 +63,7 @@ void add_flags(CLI::App& app, Options& o) {
   app.add_option("--min-lr", o.min_lr, "final learning rate of the cosine")->check(non_negative);
   app.add_option("--warmup", o.warmup, "linear warm-up steps")->check(non_negative);
   app.add_option("--weight-decay", o.weight_decay, "decoupled weight decay")->check(non_negative);
+  app.add_option("--no-decay", o.no_decay, "parameters without weight decay: name parts, comma-separated");
   app.add_option("--grad-clip", o.grad_clip, "global gradient-norm limit (0: off)")->check(non_negative);
   app.add_option("--optimizer", o.optimizer, "adamw or sgd")->check(CLI::IsMember({"adamw", "sgd"}));
   app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
@@ -72,6 +80,8 @@ void add_flags(CLI::App& app, Options& o) {
   app.add_option("--temperature", o.temperature, "sampling temperature (0: greedy)")->check(non_negative);
   app.add_option("--top-k", o.top_k, "sample among the k likeliest (0: all)")->check(non_negative);
   app.add_flag("--eval-only", o.eval_only, "print the validation loss of --load on --data and exit");
+  app.add_option("--tp-weights", o.tp_weights, "units per rank in proportion, e.g. 3,1 (default: even)");
+  app.add_option("--tp-assign", o.tp_assign, "explicit units per rank: KIND[@LAYER]=UNITS|UNITS..., repeatable");
 }
 
 // Mean cross-entropy over the first `windows` non-overlapping windows of the stream, in order.
@@ -118,6 +128,19 @@ GPTConfig model_config(const Options& o, const Tokenizer& tok, const CLI::App& a
   return c;
 }
 
+// Weight decay applies to every parameter whose name contains none of the comma-separated parts.
+void set_weight_decay(const std::vector<Parameter*>& params, const std::string& no_decay) {
+  std::vector<std::string> parts;
+  std::stringstream list(no_decay);
+  for (std::string part; std::getline(list, part, ',');)
+    if (!part.empty()) parts.push_back(part);
+  for (Parameter* p : params) {
+    p->weight_decay = true;
+    for (const std::string& part : parts)
+      if (p->name.find(part) != std::string::npos) p->weight_decay = false;
+  }
+}
+
 // Entropy (nats) of the tokens' unigram distribution: the loss of a model that ignores context.
 double unigram_entropy(const std::vector<int32_t>& tokens) {
   std::map<int32_t, double> count;
@@ -142,7 +165,19 @@ std::string periodic_path(const std::string& path, int64_t step) {
   return path.substr(0, dot) + tag + path.substr(dot);
 }
 
-int run(const Options& o, const CLI::App& app) {
+Partition initial_partition(const Options& o, const GPTConfig& c, int ranks) {
+  std::vector<UnitGroup> groups = unit_groups(c);
+  Partition p = o.tp_weights.empty() ? Partition::even(groups, ranks)
+                                     : Partition::proportional(groups, parse_tp_weights(o.tp_weights, ranks));
+  for (const std::string& spec : o.tp_assign) apply_tp_assignment(p, groups, spec);
+  return p;
+}
+
+int run(const Options& o, const CLI::App& app, Communicator& comm) {
+  const bool lead = comm.rank() == 0;  // rank 0 alone prints and writes files
+  auto say = [lead](const char* fmt, auto... args) {
+    if (lead) std::printf(fmt, args...);
+  };
   ByteTokenizer tok;
   std::vector<int32_t> all = o.data.empty() ? tok.encode(default_corpus_text()) : load_tokens(o.data, tok);
   std::vector<int32_t> train_tokens, val_tokens;
@@ -154,8 +189,10 @@ int run(const Options& o, const CLI::App& app) {
   check_vocab(all, c.vocab_size, o.data.empty() ? "the default corpus" : o.data);
   check_vocab(val_tokens, c.vocab_size, o.val_data.empty() ? "the validation split" : o.val_data);
 
-  GPT model(c);
+  Partition partition = initial_partition(o, c, comm.size());
+  GPT model(c, LocalUnits::of_rank(c, partition, comm.rank()), &comm);
   std::vector<Parameter*> params = model.parameters();
+  set_weight_decay(params, o.no_decay);
   std::unique_ptr<Optimizer> opt;
   if (o.optimizer == "sgd")
     opt = std::make_unique<SGD>(SGDOptions{o.momentum, o.weight_decay});
@@ -164,10 +201,10 @@ int run(const Options& o, const CLI::App& app) {
 
   if (o.eval_only) {
     FLEXTP_CHECK(!o.load.empty(), "--eval-only needs --load CHECKPOINT");
-    load_checkpoint(o.load, model, nullptr);
+    load_checkpoint(o.load, model, nullptr, &comm);
     // Evaluate on the whole of --data (no split): windows from the file's start.
     int64_t windows = eval_window_count(all, o, "--data");
-    std::printf("eval %s: %lld windows of %lld tokens from the start of %s: loss %.6f\n",
+    say("eval %s: %lld windows of %lld tokens from the start of %s: loss %.6f\n",
                 o.load.c_str(), (long long)windows, (long long)o.seq_len,
                 o.data.empty() ? "the default corpus" : o.data.c_str(),
                 evaluate(model, all, o.seq_len, windows, o.batch));
@@ -175,26 +212,28 @@ int run(const Options& o, const CLI::App& app) {
   }
 
   int64_t start = 0;
-  if (!o.load.empty()) start = load_checkpoint(o.load, model, opt.get()).step;
+  if (!o.load.empty()) start = load_checkpoint(o.load, model, opt.get(), &comm).step;
   BatchSampler sampler(&train_tokens, o.batch, o.seq_len, o.seed);
   int64_t val_windows = val_tokens.empty() ? 0 : eval_window_count(val_tokens, o, "the validation data");
   CosineSchedule sched{o.lr, o.min_lr, o.warmup, o.steps};
   std::ofstream metrics;
-  if (!o.metrics.empty()) {
+  if (!o.metrics.empty() && lead) {
     metrics.open(o.metrics, std::ios::app);
     FLEXTP_CHECK(metrics, "cannot open --metrics file ", o.metrics);
   }
-  std::printf("flextp: %s, %lld parameters, %lld train / %lld val tokens, batch %lld x %lld\n",
-              c.str().c_str(), (long long)[&] { int64_t n = 0; for (auto* p : params) n += p->value.numel(); return n; }(),
+  say("flextp: %s, %lld parameters, %lld train / %lld val tokens, batch %lld x %lld\n",
+              c.str().c_str(), (long long)[&] { int64_t n = 0; for (auto* p : params) n += numel(logical_shape(*p)); return n; }(),
               (long long)train_tokens.size(), (long long)val_tokens.size(), (long long)o.batch,
               (long long)o.seq_len);
-  std::printf("unigram entropy of the training tokens: %.4f nats (a context-free model's loss)\n",
-              unigram_entropy(train_tokens));
+  say("unigram entropy of the training tokens: %.4f nats (a context-free model's loss)\n",
+      unigram_entropy(train_tokens));
+  if (comm.size() > 1) say("tensor parallel: %d ranks over %s; units per rank: %s\n", comm.size(), comm.backend(),
+                           partition.str().c_str());
   TrainState state{start, o.seed, {{"tokenizer", tok.name()}}};
   auto save = [&](const std::string& path, int64_t step) {
     state.step = step;
-    save_checkpoint(path, model, opt.get(), state);
-    std::printf("saved %s (step %lld)\n", path.c_str(), (long long)step);
+    save_checkpoint(path, model, opt.get(), state, &comm);
+    say("saved %s (step %lld)\n", path.c_str(), (long long)step);
   };
 
   for (int64_t step = start; step < o.steps; ++step) {
@@ -203,7 +242,7 @@ int run(const Options& o, const CLI::App& app) {
     Batch b = sampler.at_step(step);
     Tensor loss = model.loss(b.ids, b.targets);
     loss.backward();
-    double norm = clip_grad_norm(params, o.grad_clip, nullptr);
+    double norm = clip_grad_norm(params, o.grad_clip, &comm);
     double lr = sched.at(step);
     opt->step(params, lr);
     for (Parameter* p : params) p->value.zero_grad();
@@ -213,12 +252,12 @@ int run(const Options& o, const CLI::App& app) {
     nlohmann::json line = {{"step", step + 1}, {"loss", loss_v}, {"lr", lr}, {"ms", ms},
                            {"tokens_per_s", tok_s}, {"grad_norm", norm}};
     if (step % o.log_every == 0 || last)
-      std::printf("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s\n", (long long)step + 1,
+      say("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s\n", (long long)step + 1,
                   loss_v, lr, ms, tok_s);
     if (val_windows && ((o.eval_every && (step + 1) % o.eval_every == 0) || last)) {
       double val = evaluate(model, val_tokens, o.seq_len, val_windows, o.batch);
       line["val_loss"] = val;
-      std::printf("step %5lld | val loss %.4f\n", (long long)step + 1, val);
+      say("step %5lld | val loss %.4f\n", (long long)step + 1, val);
     }
     if (metrics.is_open()) metrics << line.dump() << "\n" << std::flush;
     if (!o.save.empty() && o.save_every && (step + 1) % o.save_every == 0 && !last)
@@ -229,7 +268,7 @@ int run(const Options& o, const CLI::App& app) {
   if (o.sample > 0) {
     std::vector<int32_t> prompt = tok.encode(o.prompt.empty() ? "\n" : o.prompt);
     std::vector<int32_t> out = generate(model, prompt, {o.sample, o.temperature, o.top_k, o.seed});
-    std::printf("---- sample ----\n%s\n----------------\n", tok.decode(out).c_str());
+    say("---- sample ----\n%s\n----------------\n", tok.decode(out).c_str());
   }
   return 0;
 }
@@ -237,14 +276,30 @@ int run(const Options& o, const CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Under mpirun (or srun) each process is one tensor-parallel rank; alone, no launcher is needed.
+  std::unique_ptr<MpiRuntime> mpi;
+  if (launched_by_mpi()) mpi = std::make_unique<MpiRuntime>(&argc, &argv);
   CLI::App app{"flextp train: a GPT trained by flextp's own tensor and autograd engine"};
   Options o;
   add_flags(app, o);
-  CLI11_PARSE(app, argc, argv);
   try {
-    return run(o, app);
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    if (mpi && code != 0) MpiRuntime::abort_all(code);
+    return code;
+  }
+  std::unique_ptr<Communicator> comm;
+  try {
+    comm = mpi ? make_mpi_communicator() : make_single_process_communicator();
+    return run(o, app, *comm);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "train: error: %s\n", e.what());
+    if (comm && comm->size() > 1)
+      std::fprintf(stderr, "train: error (rank %d): %s\n", comm->rank(), e.what());
+    else
+      std::fprintf(stderr, "train: error: %s\n", e.what());
+    // An error on one rank must not leave the others waiting in a collective.
+    if (mpi) MpiRuntime::abort_all(1);
     return 1;
   }
 }

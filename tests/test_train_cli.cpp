@@ -91,3 +91,29 @@ TEST_CASE("bad flags, files and configurations end with a clear message and stat
   REQUIRE(run_train(std::string(kTiny) + " --data " + data + " --steps 1 --save " + dir.file("m.st")).status == 0);
   fails_with("--load " + dir.file("m.st") + " --n-embd 32 --data " + data, "--n-embd 32 differs from the 16");
 }
+
+TEST_CASE("under mpirun, a bad partition stops every rank with a clear message, never a hang") {
+  test::TempDir dir("mpicli");
+  std::string data = corpus(dir);
+  std::string mpirun = std::string(FLEXTP_MPIRUN) + " -np 2 " + FLEXTP_TRAIN_BINARY;
+  auto fails_with = [&](const std::string& args, const std::string& message) {
+    std::string cmd = "timeout 120 " + mpirun + " " + args + " --data " + data + " --steps 1 2>&1";
+    FILE* pipe = ::popen(cmd.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+    int status = ::pclose(pipe);
+    INFO(cmd, "\n", out);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) != 0);
+    CHECK(WEXITSTATUS(status) != 124);  // not the timeout
+    CHECK(out.find(message) != std::string::npos);
+  };
+  fails_with("--tp-weights 1,1,1", "has 3 weights for 2 ranks");
+  fails_with("--tp-weights 1,0", "must be positive");
+  fails_with("--tp-assign 'expert=0|1'", "unknown unit kind 'expert'");
+  fails_with("--tp-assign 'head=0,1|1,2,3'", "owned twice");
+  fails_with("--tp-assign 'head=0|1,2'", "owned by no rank");
+}

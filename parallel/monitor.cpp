@@ -1,0 +1,54 @@
+#include "parallel/monitor.h"
+
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace flextp {
+
+Monitor::Monitor(int ranks, int window) : rows_(ranks), alpha_(2.0 / (window + 1.0)) {
+  FLEXTP_CHECK(window >= 1, "the monitor window must be at least 1 step, got ", window);
+}
+
+void Monitor::record(Communicator& comm, double compute_ms, double wait_ms, double work,
+                     const std::vector<double>& units) {
+  const int n = static_cast<int>(rows_.size()), k = static_cast<int>(units.size());
+  const int width = 3 + k;
+  std::vector<double> mine{compute_ms, wait_ms, work};
+  mine.insert(mine.end(), units.begin(), units.end());
+  Tensor in = Tensor::from_vector(mine, {1, width}), all = Tensor::empty({n, width}, DType::F64);
+  comm.all_gather(in, all);
+  std::vector<double> t = all.to_vector<double>();
+  for (int r = 0; r < n; ++r) {
+    RankRow& row = rows_[r];
+    row.compute_ms = t[r * width];
+    row.wait_ms = t[r * width + 1];
+    row.work = t[r * width + 2];
+    row.units.assign(t.begin() + r * width + 3, t.begin() + (r + 1) * width);
+    double speed = row.compute_ms > 0 ? row.work / row.compute_ms : row.speed;
+    row.speed = samples_ == 0 ? speed : alpha_ * speed + (1 - alpha_) * row.speed;
+  }
+  ++samples_;
+}
+
+std::vector<double> Monitor::speeds() const {
+  std::vector<double> s;
+  for (const RankRow& r : rows_) s.push_back(r.speed);
+  return s;
+}
+
+std::string Monitor::str() const {
+  std::string out;
+  char line[256];
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    const RankRow& row = rows_[r];
+    std::snprintf(line, sizeof line, "  rank %zu: compute %7.1f ms  wait %7.1f ms  speed %8.3g  units", r,
+                  row.compute_ms, row.wait_ms, row.speed);
+    out += line;
+    for (double u : row.units) out += " " + std::to_string(static_cast<int64_t>(u));
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace flextp

@@ -1,0 +1,39 @@
+#pragma once
+// The monitor: every step each rank reports its compute time (outside collectives, emulated
+// slowdown included), its wait time (inside collectives) and its work (the cost of the units it
+// holds plus the replicated part); an all-gather gives every rank the same table, and each
+// rank's speed (work per ms) is smoothed by an exponential moving average so that noise does
+// not trigger moves. Every rank then holds identical numbers: the planner needs no coordinator.
+#include <string>
+#include <vector>
+
+#include "parallel/communicator.h"
+
+namespace flextp {
+
+struct RankRow {
+  double compute_ms = 0, wait_ms = 0, work = 0;
+  double speed = 0;  // smoothed work per ms
+  std::vector<double> units;  // units held, per kind (head, mlp, vocab)
+};
+
+class Monitor {
+ public:
+  // window: the EMA's span in steps (alpha = 2 / (window + 1)).
+  Monitor(int ranks, int window);
+  void record(Communicator& comm, double compute_ms, double wait_ms, double work,
+              const std::vector<double>& units_per_kind);
+  const std::vector<RankRow>& table() const { return rows_; }
+  std::vector<double> speeds() const;
+  int64_t samples() const { return samples_; }
+  // Forget the speeds (after the work moved, old speeds per work stay valid; kept for tests).
+  void reset() { samples_ = 0; }
+  std::string str() const;  // one line per rank, for logs
+
+ private:
+  std::vector<RankRow> rows_;
+  double alpha_;
+  int64_t samples_ = 0;
+};
+
+}  // namespace flextp

@@ -1,0 +1,132 @@
+// The NCCL communicator. Every call runs on one stream and waits for it, so that callers see the
+// result as with MPI; overlapping communication with compute is left to a later change.
+#include "parallel/nccl_communicator.h"
+
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include "core/cuda/check.h"
+
+namespace flextp {
+namespace {
+
+#define FLEXTP_NCCL(call)                                                                   \
+  do {                                                                                      \
+    ncclResult_t flextp_r_ = (call);                                                        \
+    FLEXTP_CHECK(flextp_r_ == ncclSuccess, "NCCL call ", #call, " failed: ",                \
+                 ncclGetErrorString(flextp_r_), "; NCCL_DEBUG=INFO prints the reason");     \
+  } while (0)
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::F32: return ncclFloat32;
+    case DType::F64: return ncclFloat64;
+    case DType::I32: return ncclInt32;
+    case DType::BF16: return ncclBfloat16;
+  }
+  return ncclFloat32;
+}
+
+void require_gpu(const Tensor& t, const char* op) {
+  FLEXTP_CHECK(t.is_cuda(), "NCCL ", op, " needs GPU tensors, got ", t.str());
+}
+
+class NcclCommunicator : public Communicator {
+ public:
+  explicit NcclCommunicator(int device) : device_(device) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    FLEXTP_CUDA_CHECK(cudaSetDevice(device_));
+    ncclUniqueId id;
+    if (rank_ == 0) FLEXTP_NCCL(ncclGetUniqueId(&id));
+    FLEXTP_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD) == MPI_SUCCESS,
+                 "broadcasting the NCCL unique id over MPI failed");
+    FLEXTP_NCCL(ncclCommInitRank(&comm_, size_, id, rank_));
+    FLEXTP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~NcclCommunicator() override {
+    cudaStreamDestroy(stream_);
+    ncclCommDestroy(comm_);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* backend() const override { return "nccl"; }
+
+  void all_reduce(Tensor& t, ReduceOp op) override {
+    require_gpu(t, "all_reduce");
+    FLEXTP_NCCL(ncclAllReduce(t.raw(), t.raw(), t.numel(), nccl_type(t.dtype()),
+                              op == ReduceOp::Sum ? ncclSum : ncclMax, comm_, stream_));
+    wait();
+  }
+  void broadcast(Tensor& t, int root) override {
+    require_gpu(t, "broadcast");
+    FLEXTP_NCCL(ncclBroadcast(t.raw(), t.raw(), t.nbytes(), ncclUint8, root, comm_, stream_));
+    wait();
+  }
+  void all_gather(const Tensor& in, Tensor& out) override {
+    require_gpu(in, "all_gather");
+    FLEXTP_NCCL(ncclAllGather(in.raw(), out.raw(), in.nbytes(), ncclUint8, comm_, stream_));
+    wait();
+  }
+  void all_gather_v(const Tensor& in, Tensor& out, const std::vector<int64_t>& rows_of) override {
+    require_gpu(in, "all_gather_v");
+    // One broadcast per rank's block, grouped into one launch.
+    int64_t total_rows = 0;
+    for (int64_t r : rows_of) total_rows += r;
+    size_t row_bytes = total_rows ? out.nbytes() / total_rows : 0;
+    size_t at = 0;
+    FLEXTP_NCCL(ncclGroupStart());
+    for (int r = 0; r < size_; ++r) {
+      size_t bytes = rows_of[r] * row_bytes;
+      char* dst = static_cast<char*>(out.raw()) + at;
+      FLEXTP_NCCL(ncclBroadcast(r == rank_ ? in.raw() : dst, dst, bytes, ncclUint8, r, comm_, stream_));
+      at += bytes;
+    }
+    FLEXTP_NCCL(ncclGroupEnd());
+    wait();
+  }
+  void reduce_scatter(const Tensor& in, Tensor& out) override {
+    require_gpu(in, "reduce_scatter");
+    FLEXTP_NCCL(ncclReduceScatter(in.raw(), out.raw(), out.numel(), nccl_type(in.dtype()), ncclSum, comm_, stream_));
+    wait();
+  }
+  void send_recv(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) override {
+    FLEXTP_NCCL(ncclGroupStart());
+    for (const Transfer& r : recvs) FLEXTP_NCCL(ncclRecv(r.buffer.raw(), r.buffer.nbytes(), ncclUint8, r.peer, comm_, stream_));
+    for (const Transfer& s : sends) FLEXTP_NCCL(ncclSend(s.buffer.raw(), s.buffer.nbytes(), ncclUint8, s.peer, comm_, stream_));
+    FLEXTP_NCCL(ncclGroupEnd());
+    wait();
+  }
+  void all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_bytes, Tensor& recv,
+                    const std::vector<int64_t>& recv_bytes) override {
+    size_t s_at = 0, r_at = 0;
+    FLEXTP_NCCL(ncclGroupStart());
+    for (int r = 0; r < size_; ++r) {
+      if (send_bytes[r]) FLEXTP_NCCL(ncclSend(static_cast<const char*>(send.raw()) + s_at, send_bytes[r], ncclUint8, r, comm_, stream_));
+      if (recv_bytes[r]) FLEXTP_NCCL(ncclRecv(static_cast<char*>(recv.raw()) + r_at, recv_bytes[r], ncclUint8, r, comm_, stream_));
+      s_at += send_bytes[r];
+      r_at += recv_bytes[r];
+    }
+    FLEXTP_NCCL(ncclGroupEnd());
+    wait();
+  }
+  void barrier() override {
+    Tensor one = Tensor::ones({1}, DType::F32, Device::cuda(device_));
+    all_reduce(one, ReduceOp::Sum);
+  }
+
+ private:
+  void wait() { FLEXTP_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  int device_, rank_ = 0, size_ = 1;
+  ncclComm_t comm_{};
+  cudaStream_t stream_{};
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(int device) {
+  return std::make_unique<NcclCommunicator>(device);
+}
+
+}  // namespace flextp
