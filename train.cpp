@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/timer.h"
+#include "train_options.h"
 #include "core/autograd.h"
 #include "data/batches.h"
 #include "data/token_files.h"
@@ -17,72 +18,15 @@
 #include "nn/generate.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
+#include "nn/unit_costs.h"
+#include "parallel/balancer.h"
 #include "parallel/mpi_communicator.h"
+#include "parallel/straggler.h"
 #include "parallel/unit_rows.h"
 
 using namespace flextp;
 
 namespace {
-
-struct Options {
-  // model
-  int64_t n_layer = 4, n_head = 4, n_embd = 128, seq_len = 128, n_positions = 0, vocab = 0;
-  int64_t mlp_unit = 64, vocab_unit = 64;
-  double dropout = 0.0;
-  // run
-  std::string data, val_data, save, load, metrics, optimizer = "adamw", prompt = "\n";
-  std::string no_decay = "bias,ln_,wpe";
-  int64_t batch = 16, steps = 600, warmup = 50, eval_every = 100, eval_batches = 10,
-          log_every = 10, save_every = 0, sample = 0, top_k = 40;
-  double lr = 1e-3, min_lr = 1e-4, weight_decay = 0.1, grad_clip = 1.0, val_fraction = 0.1,
-         temperature = 0.8, momentum = 0.9;
-  uint64_t seed = 1337;
-  bool eval_only = false;
-  // tensor parallelism
-  std::string tp_weights;
-  std::vector<std::string> tp_assign;
-};
-
-void add_flags(CLI::App& app, Options& o) {
-  auto positive = CLI::PositiveNumber, non_negative = CLI::NonNegativeNumber;
-  app.add_option("--n-layer", o.n_layer, "transformer blocks")->check(positive);
-  app.add_option("--n-head", o.n_head, "attention heads per block")->check(positive);
-  app.add_option("--n-embd", o.n_embd, "channels (divisible by --n-head)")->check(positive);
-  app.add_option("--seq-len", o.seq_len, "tokens per training window")->check(positive);
-  app.add_option("--n-positions", o.n_positions, "position table size (default: --seq-len)")->check(positive);
-  app.add_option("--vocab", o.vocab, "vocabulary size (default: the tokenizer's)")->check(positive);
-  app.add_option("--mlp-unit", o.mlp_unit, "MLP neurons per tensor-parallel unit")->check(positive);
-  app.add_option("--vocab-unit", o.vocab_unit, "vocabulary rows per tensor-parallel unit")->check(positive);
-  app.add_option("--dropout", o.dropout, "dropout probability")->check(CLI::Range(0.0, 0.99));
-  app.add_option("--data", o.data, "training text file or llm.c shard (glob); default: fortunes");
-  app.add_option("--val-data", o.val_data, "validation data (default: the last --val-fraction)");
-  app.add_option("--val-fraction", o.val_fraction, "share of --data held out")->check(CLI::Range(0.0, 0.9));
-  app.add_option("--batch", o.batch, "windows per step")->check(positive);
-  app.add_option("--steps", o.steps, "total optimizer steps")->check(non_negative);
-  app.add_option("--lr", o.lr, "peak learning rate")->check(CLI::PositiveNumber);
-  app.add_option("--min-lr", o.min_lr, "final learning rate of the cosine")->check(non_negative);
-  app.add_option("--warmup", o.warmup, "linear warm-up steps")->check(non_negative);
-  app.add_option("--weight-decay", o.weight_decay, "decoupled weight decay")->check(non_negative);
-  app.add_option("--no-decay", o.no_decay, "parameters without weight decay: name parts, comma-separated");
-  app.add_option("--grad-clip", o.grad_clip, "global gradient-norm limit (0: off)")->check(non_negative);
-  app.add_option("--optimizer", o.optimizer, "adamw or sgd")->check(CLI::IsMember({"adamw", "sgd"}));
-  app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--seed", o.seed, "seed of initialisation, data order, dropout, sampling");
-  app.add_option("--eval-every", o.eval_every, "validation every N steps (0: only at the end)")->check(non_negative);
-  app.add_option("--eval-batches", o.eval_batches, "validation batches (of --batch windows)")->check(positive);
-  app.add_option("--log-every", o.log_every, "print every N steps")->check(positive);
-  app.add_option("--save", o.save, "checkpoint path (weights; optimizer state in PATH.state)");
-  app.add_option("--save-every", o.save_every, "also save PATH-stepNNNNNN every N steps")->check(non_negative);
-  app.add_option("--load", o.load, "resume from (or, with --eval-only, evaluate) a checkpoint");
-  app.add_option("--metrics", o.metrics, "append one JSON line per step to this file");
-  app.add_option("--sample", o.sample, "generate N tokens at the end")->check(non_negative);
-  app.add_option("--prompt", o.prompt, "text the sample continues");
-  app.add_option("--temperature", o.temperature, "sampling temperature (0: greedy)")->check(non_negative);
-  app.add_option("--top-k", o.top_k, "sample among the k likeliest (0: all)")->check(non_negative);
-  app.add_flag("--eval-only", o.eval_only, "print the validation loss of --load on --data and exit");
-  app.add_option("--tp-weights", o.tp_weights, "units per rank in proportion, e.g. 3,1 (default: even)");
-  app.add_option("--tp-assign", o.tp_assign, "explicit units per rank: KIND[@LAYER]=UNITS|UNITS..., repeatable");
-}
 
 // Mean cross-entropy over the first `windows` non-overlapping windows of the stream, in order.
 double evaluate(GPT& model, const std::vector<int32_t>& tokens, int64_t seq_len, int64_t windows,
@@ -99,14 +43,14 @@ double evaluate(GPT& model, const std::vector<int32_t>& tokens, int64_t seq_len,
   return total / static_cast<double>(windows);
 }
 
-int64_t eval_window_count(const std::vector<int32_t>& tokens, const Options& o, const char* what) {
+int64_t eval_window_count(const std::vector<int32_t>& tokens, const TrainOptions& o, const char* what) {
   int64_t available = eval_windows(tokens, o.seq_len);
   FLEXTP_CHECK(available > 0, what, " has ", tokens.size(), " tokens, fewer than seq_len + 1 = ",
                o.seq_len + 1);
   return std::min(available, o.eval_batches * o.batch);
 }
 
-GPTConfig model_config(const Options& o, const Tokenizer& tok, const CLI::App& app) {
+GPTConfig model_config(const TrainOptions& o, const Tokenizer& tok, const CLI::App& app) {
   GPTConfig c;
   if (!o.load.empty()) {  // the checkpoint decides; flags given explicitly must agree
     c = read_checkpoint_config(o.load);
@@ -165,7 +109,7 @@ std::string periodic_path(const std::string& path, int64_t step) {
   return path.substr(0, dot) + tag + path.substr(dot);
 }
 
-Partition initial_partition(const Options& o, const GPTConfig& c, int ranks) {
+Partition initial_partition(const TrainOptions& o, const GPTConfig& c, int ranks) {
   std::vector<UnitGroup> groups = unit_groups(c);
   Partition p = o.tp_weights.empty() ? Partition::even(groups, ranks)
                                      : Partition::proportional(groups, parse_tp_weights(o.tp_weights, ranks));
@@ -173,7 +117,44 @@ Partition initial_partition(const Options& o, const GPTConfig& c, int ranks) {
   return p;
 }
 
-int run(const Options& o, const CLI::App& app, Communicator& comm) {
+// Emulated stragglers (--straggler, --straggler-trace) for this run's ranks.
+SlowdownSchedule slowdown(const TrainOptions& o, int ranks) {
+  std::vector<StragglerSpec> specs;
+  for (const std::string& s : o.stragglers) specs.push_back(parse_straggler(s));
+  SlowdownSchedule schedule(specs, ranks);
+  if (!o.straggler_trace.empty()) schedule.load_trace(o.straggler_trace);
+  return schedule;
+}
+
+// Times the communication primitives at this model's sizes and picks the cheapest of each.
+CommCostModel communication_model(Communicator& comm, const TrainOptions& o, const GPTConfig& c,
+                                  const UnitCosts& costs) {
+  double reduce_bytes = 4.0 * o.batch * o.seq_len * c.n_embd;
+  double transfer_bytes = costs.bytes.at("h.0.head") * c.n_layer;  // about one head per layer moving
+  CommCostModel m;
+  if (comm.size() > 1)
+    m = calibrate(comm, {4096, 65536, 1 << 20, static_cast<int64_t>(reduce_bytes)}, reduce_bytes, transfer_bytes);
+  apply_comm_choice(m, o.comm);
+  return m;
+}
+
+nlohmann::json rank_table(const Balancer& b) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankRow& r : b.monitor().table())
+    ranks.push_back({{"compute_ms", r.compute_ms}, {"wait_ms", r.wait_ms}, {"units", r.units}, {"speed", r.speed}});
+  return ranks;
+}
+
+int run(const TrainOptions& o, const CLI::App& app, Communicator& world) {
+  // Every collective of the run goes through the step clock: it measures compute and waiting,
+  // and emulates a slower rank when asked to.
+  StepClock comm(world, slowdown(o, world.size()));
+  std::unique_ptr<Contention> contention;
+  for (const std::string& spec : o.contend) {
+    auto [rank, threads] = parse_contend(spec);
+    FLEXTP_CHECK(rank < world.size(), "--contend names rank ", rank, " but there are only ", world.size());
+    if (rank == world.rank()) contention = std::make_unique<Contention>(threads);
+  }
   const bool lead = comm.rank() == 0;  // rank 0 alone prints and writes files
   auto say = [lead](const char* fmt, auto... args) {
     if (lead) std::printf(fmt, args...);
@@ -229,6 +210,15 @@ int run(const Options& o, const CLI::App& app, Communicator& comm) {
       unigram_entropy(train_tokens));
   if (comm.size() > 1) say("tensor parallel: %d ranks over %s; units per rank: %s\n", comm.size(), comm.backend(),
                            partition.str().c_str());
+  UnitCosts costs = gpt_unit_costs(c, o.batch, o.seq_len, static_cast<int>(opt->slot_names().size()));
+  CommCostModel comm_model = communication_model(comm.untimed(), o, c, costs);
+  comm.set_reduce_method(comm_model.reduce);
+  if (comm.size() > 1) say("communication (fitted on this communicator):\n%s", comm_model.table().c_str());
+  BalanceOptions bo;
+  bo.policy = o.balance;
+  bo.planner = {o.horizon, o.min_gain};
+  bo.window = static_cast<int>(o.monitor_window);
+  Balancer balancer(comm.untimed(), partition, costs, comm_model, bo);
   TrainState state{start, o.seed, {{"tokenizer", tok.name()}}};
   auto save = [&](const std::string& path, int64_t step) {
     state.step = step;
@@ -238,6 +228,7 @@ int run(const Options& o, const CLI::App& app, Communicator& comm) {
 
   for (int64_t step = start; step < o.steps; ++step) {
     double t0 = bench::now_ms();
+    comm.begin_step(step);
     model.set_step(static_cast<uint64_t>(step));
     Batch b = sampler.at_step(step);
     Tensor loss = model.loss(b.ids, b.targets);
@@ -246,14 +237,28 @@ int run(const Options& o, const CLI::App& app, Communicator& comm) {
     double lr = sched.at(step);
     opt->step(params, lr);
     for (Parameter* p : params) p->value.zero_grad();
+    comm.end_segment();
+    BalanceStep bal = balancer.after_step(comm.compute_ms(), comm.wait_ms(), params, opt->slot_names());
     double ms = bench::now_ms() - t0, tok_s = o.batch * o.seq_len / (ms / 1000.0);
     double loss_v = loss.item();
     bool last = step + 1 == o.steps;
     nlohmann::json line = {{"step", step + 1}, {"loss", loss_v}, {"lr", lr}, {"ms", ms},
                            {"tokens_per_s", tok_s}, {"grad_norm", norm}};
-    if (step % o.log_every == 0 || last)
+    if (comm.size() > 1) {
+      line["ranks"] = rank_table(balancer);
+      line["plan"] = bal.plan.migrate ? "migrate" : "keep";
+      line["predicted_ms"] = bal.plan.now_ms;
+      line["ideal_ms"] = bal.plan.ideal_ms;
+      line["moved_bytes"] = bal.moved.bytes_sent;
+    }
+    if (step % o.log_every == 0 || last) {
       say("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s\n", (long long)step + 1,
                   loss_v, lr, ms, tok_s);
+      if (comm.size() > 1) say("%s", balancer.monitor().str().c_str());
+    }
+    if (bal.plan.migrate)
+      say("step %5lld | %s; moved in %.1f ms; units per rank now %s\n", (long long)step + 1,
+          bal.plan.str().c_str(), bal.migrate_ms, balancer.partition().str().c_str());
     if (val_windows && ((o.eval_every && (step + 1) % o.eval_every == 0) || last)) {
       double val = evaluate(model, val_tokens, o.seq_len, val_windows, o.batch);
       line["val_loss"] = val;
@@ -280,8 +285,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<MpiRuntime> mpi;
   if (launched_by_mpi()) mpi = std::make_unique<MpiRuntime>(&argc, &argv);
   CLI::App app{"flextp train: a GPT trained by flextp's own tensor and autograd engine"};
-  Options o;
-  add_flags(app, o);
+  TrainOptions o;
+  add_train_flags(app, o);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

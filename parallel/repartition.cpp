@@ -30,7 +30,7 @@ int64_t row_elems(const Parameter& p) {
 
 RepartitionStats repartition(const std::vector<Parameter*>& params, const Partition& from,
                              const Partition& to, const std::vector<std::string>& slots,
-                             Communicator* comm) {
+                             Communicator* comm, TransferMethod method) {
   NoGradGuard ng;
   const int rank = comm ? comm->rank() : 0, size = comm ? comm->size() : 1;
   FLEXTP_CHECK(from.ranks() == size && to.ranks() == size, "repartition: partitions for ", from.ranks(),
@@ -80,7 +80,31 @@ RepartitionStats repartition(const std::vector<Parameter*>& params, const Partit
     }
     if (recv_elems[peer] > 0) recvs.push_back({peer, Tensor::empty({recv_elems[peer]}, dtype, device)});
   }
-  if (comm && (!sends.empty() || !recvs.empty() || size > 1)) comm->send_recv(sends, recvs);
+  if (comm && size > 1) {
+    if (method == TransferMethod::PointToPoint) {
+      comm->send_recv(sends, recvs);
+    } else {  // the same messages, as one all-to-all-v
+      std::vector<int64_t> sb(size, 0), rb(size, 0);
+      std::vector<Tensor> out;
+      for (const auto& s : sends) {
+        sb[s.peer] = s.buffer.nbytes();
+        out.push_back(s.buffer);
+      }
+      for (const auto& r : recvs) rb[r.peer] = r.buffer.nbytes();
+      int64_t send_elems = 0, recv_elems_total = 0;
+      for (const auto& s : sends) send_elems += s.buffer.numel();
+      for (const auto& r : recvs) recv_elems_total += r.buffer.numel();
+      // sends and recvs are in rank order already, as all-to-all-v packs them.
+      Tensor send_all = send_elems ? concat_rows(out) : Tensor::empty({1}, dtype, device);
+      Tensor recv_all = Tensor::empty({std::max<int64_t>(recv_elems_total, 1)}, dtype, device);
+      comm->all_to_all_v(send_all, sb, recv_all, rb);
+      int64_t at = 0;
+      for (auto& r : recvs) {
+        r.buffer.copy_from(slice_rows(recv_all, at, r.buffer.numel()));
+        at += r.buffer.numel();
+      }
+    }
+  }
   if (comm && size > 1) {  // every rank reports the same totals
     Tensor t = Tensor::from_vector<double>({double(stats.bytes_sent), double(sends.size())}, {2});
     comm->all_reduce(t);

@@ -9,6 +9,7 @@
 
 #include "core/parameter.h"
 #include "parallel/communicator.h"
+#include "parallel/cost_model.h"
 #include "parallel/partition.h"
 
 namespace flextp {
@@ -22,8 +23,9 @@ struct RepartitionStats {
 
 // `slots` are the optimizer state names that travel with the weights ("m", "v"); a parameter
 // missing one gets it as zeros first, so that every rank packs the same layout.
+// `method` says how the packed messages travel: grouped point-to-point, or one all-to-all-v.
 RepartitionStats repartition(const std::vector<Parameter*>& params, const Partition& from,
                              const Partition& to, const std::vector<std::string>& slots,
-                             Communicator* comm);
+                             Communicator* comm, TransferMethod method = TransferMethod::PointToPoint);
 
 }  // namespace flextp

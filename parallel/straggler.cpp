@@ -134,7 +134,14 @@ void StepClock::collective(F&& f) {
   segment_start_ = end;
 }
 
-void StepClock::all_reduce(Tensor& t, ReduceOp op) { collective([&] { inner_.all_reduce(t, op); }); }
+void StepClock::all_reduce(Tensor& t, ReduceOp op) {
+  collective([&] {
+    if (op == ReduceOp::Sum)
+      reduce_by(inner_, t, reduce_);
+    else
+      inner_.all_reduce(t, op);
+  });
+}
 void StepClock::broadcast(Tensor& t, int root) { collective([&] { inner_.broadcast(t, root); }); }
 void StepClock::all_gather(const Tensor& in, Tensor& out) { collective([&] { inner_.all_gather(in, out); }); }
 void StepClock::all_gather_v(const Tensor& in, Tensor& out, const std::vector<int64_t>& rows_of) {

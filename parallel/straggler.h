@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "parallel/communicator.h"
+#include "parallel/cost_model.h"
 
 namespace flextp {
 
@@ -39,8 +40,9 @@ class SlowdownSchedule {
   int ranks_ = 1;
 };
 
-// Forwards to another communicator; keeps this rank's compute and wait time per step, and
-// stretches its compute segments by the slowdown factor of the current step.
+// Forwards to another communicator; keeps this rank's compute and wait time per step, stretches
+// its compute segments by the slowdown factor of the current step, and does sum-all-reduces the
+// way the cost model chose (natively, or as reduce-scatter + all-gather).
 class StepClock : public Communicator {
  public:
   StepClock(Communicator& inner, SlowdownSchedule schedule);
@@ -66,6 +68,7 @@ class StepClock : public Communicator {
   double factor() const { return factor_; }
   // Bookkeeping collectives (the monitor's own all-gather) that must not count as waiting.
   Communicator& untimed() { return inner_; }
+  void set_reduce_method(ReduceMethod m) { reduce_ = m; }
 
  private:
   template <typename F>
@@ -73,6 +76,7 @@ class StepClock : public Communicator {
   Communicator& inner_;
   SlowdownSchedule schedule_;
   double factor_ = 1.0, compute_ms_ = 0, wait_ms_ = 0, segment_start_ = 0;
+  ReduceMethod reduce_ = ReduceMethod::AllReduce;
 };
 
 // Real contention: busy threads spinning beside this process for its lifetime.

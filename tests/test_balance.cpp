@@ -1,0 +1,184 @@
+// Heterogeneity I on hand-made inputs: the planner's targets and moves, hysteresis and ties;
+// straggler specs and traces; the monitor's smoothing; alpha-beta fits.
+#include <doctest/doctest.h>
+
+#include "nn/unit_costs.h"
+#include "nn/units.h"
+#include "parallel/monitor.h"
+#include "parallel/planner.h"
+#include "parallel/straggler.h"
+#include "tests/temp_dir.h"
+
+#include <algorithm>
+#include <chrono>
+
+using namespace flextp;
+
+namespace {
+// Two groups of 8 unit-cost units and no replicated work: shares are easy to read.
+std::vector<UnitGroup> groups() { return {{"h.0.head", "head", 8}, {"h.0.mlp", "mlp", 8}}; }
+UnitCosts costs() {
+  UnitCosts c;
+  c.work = {{"h.0.head", 1.0}, {"h.0.mlp", 1.0}};
+  c.bytes = {{"h.0.head", 100.0}, {"h.0.mlp", 100.0}};
+  return c;
+}
+CommCostModel free_comm() {
+  CommCostModel m;
+  m.fits["p2p"] = {0.0, 0.0};
+  return m;
+}
+int count(const Partition& p, const std::string& g, int rank) { return static_cast<int>(p.units_of(g, rank).size()); }
+}  // namespace
+
+TEST_CASE("the target gives units in proportion to speed") {
+  Partition even = Partition::even(groups(), 2);
+  Partition t = balanced_partition(even, {3.0, 1.0}, costs());
+  CHECK(count(t, "h.0.head", 0) == 6);
+  CHECK(count(t, "h.0.mlp", 0) == 6);
+  CHECK(predicted_step_ms(t, {3.0, 1.0}, costs()) == doctest::Approx(4.0));
+  CHECK(ideal_step_ms(t, {3.0, 1.0}, costs()) == doctest::Approx(4.0));
+  // Equal speeds from an uneven start: back to even.
+  Partition skewed = Partition::proportional(groups(), {3, 1});
+  Partition back = balanced_partition(skewed, {1.0, 1.0}, costs());
+  CHECK(count(back, "h.0.head", 0) == 4);
+  // Rounding: 3 ranks, 8 units each group; speeds 1:1:1 -> 3,3,2 and 2,3,3 (the loads balance).
+  Partition three = balanced_partition(Partition::even(groups(), 3), {1, 1, 1}, costs());
+  std::vector<double> w = rank_work(three, costs());
+  CHECK(*std::max_element(w.begin(), w.end()) - *std::min_element(w.begin(), w.end()) <= 1.0);
+}
+
+TEST_CASE("moves: only surplus units of over-loaded ranks, straight to their new owner") {
+  Partition p = Partition::even(groups(), 3);  // heads 3,3,2
+  Partition t = balanced_partition(p, {1.0, 1.0, 0.25}, costs());
+  const std::vector<int>& before = p.owners("h.0.head");
+  const std::vector<int>& after = t.owners("h.0.head");
+  int moved = 0;
+  for (size_t u = 0; u < before.size(); ++u)
+    if (before[u] != after[u]) {
+      ++moved;
+      CHECK(before[u] == 2);  // only the slow rank gives units away
+      CHECK(after[u] != 2);
+    }
+  CHECK(moved == count(p, "h.0.head", 2) - count(t, "h.0.head", 2));
+}
+
+TEST_CASE("hysteresis: no move for a small gain or one that does not pay back over the horizon") {
+  Partition even = Partition::even(groups(), 2);
+  Plan small = plan_migration(even, {1.0, 0.97}, costs(), free_comm(), {50, 0.05});
+  CHECK_FALSE(small.migrate);
+  CHECK(small.target == even);
+  Plan big = plan_migration(even, {1.0, 0.5}, costs(), free_comm(), {50, 0.05});
+  CHECK(big.migrate);
+  CHECK(big.after_ms < big.now_ms);
+  CommCostModel slow_link;
+  slow_link.fits["p2p"] = {0.0, 1.0};  // 1 ms per byte: 100 ms per unit
+  Plan costly = plan_migration(even, {1.0, 0.5}, costs(), slow_link, {5, 0.05});
+  CHECK_FALSE(costly.migrate);
+  CHECK(costly.transfer_ms > 5 * (costly.now_ms - costly.after_ms));
+  Plan long_horizon = plan_migration(even, {1.0, 0.5}, costs(), slow_link, {100000, 0.05});
+  CHECK(long_horizon.migrate);
+}
+
+TEST_CASE("ties are broken the same way whatever the order of evaluation") {
+  Partition even = Partition::even(groups(), 4);
+  Partition a = balanced_partition(even, {1, 1, 1, 1}, costs());
+  Partition b = balanced_partition(even, {1, 1, 1, 1}, costs());
+  CHECK(a == b);
+  CHECK(a == even);  // balanced already: nothing moves
+}
+
+TEST_CASE("the model's unit costs follow its shapes") {
+  GPTConfig c;
+  UnitCosts u = gpt_unit_costs(c, 16, 128, 2);
+  CHECK(u.work.size() == static_cast<size_t>(2 * c.n_layer + 1));
+  CHECK(u.bytes.at("h.0.head") == doctest::Approx((3 * 32 * 128 + 3 * 32 + 32 * 128) * 4.0 * 3));
+  CHECK(u.work.at("h.0.mlp") > 0);
+  CHECK(u.replicated_work > 0);
+}
+
+TEST_CASE("straggler specs and traces") {
+  StragglerSpec s = parse_straggler("1:2.5:10:20");
+  CHECK(s.rank == 1);
+  CHECK(s.factor == 2.5);
+  CHECK(s.from == 10);
+  CHECK(s.to == 20);
+  SlowdownSchedule sched({s, parse_straggler("0:2")}, 2);
+  CHECK(sched.factor(1, 9) == 1.0);
+  CHECK(sched.factor(1, 10) == 2.5);
+  CHECK(sched.factor(1, 20) == 1.0);
+  CHECK(sched.factor(0, 0) == 2.0);
+  for (auto [spec, message] : std::vector<std::pair<std::string, std::string>>{
+           {"1", "expected 2 to 4 fields"}, {"x:2", "'x' is not an integer"}, {"1:fast", "'fast' is not a number"},
+           {"1:0.5", "factor must be in [1, 1000]"}, {"1:2:5:5", "0 <= FROM < TO"}, {"-1:2", "rank must be >= 0"}}) {
+    INFO(spec);
+    CHECK_THROWS_WITH_AS(parse_straggler(spec), doctest::Contains(message.c_str()), Error);
+  }
+  CHECK_THROWS_WITH_AS(SlowdownSchedule({parse_straggler("3:2")}, 2), doctest::Contains("only 2 ranks"), Error);
+
+  test::TempDir dir("trace");
+  SlowdownSchedule t({}, 2);
+  t.load_trace(dir.write("t.csv", "step,rank0,rank1\n0,1,1\n5,1,3\n8,2,1\n"));
+  CHECK(t.factor(1, 4) == 1.0);
+  CHECK(t.factor(1, 6) == 3.0);
+  CHECK(t.factor(0, 100) == 2.0);
+  auto bad = [&](const std::string& text, const std::string& message) {
+    SlowdownSchedule x({}, 2);
+    INFO(text);
+    CHECK_THROWS_WITH_AS(x.load_trace(dir.write("b.csv", text)), doctest::Contains(message.c_str()), Error);
+  };
+  bad("0,1\n", "expected step and 2 factors");
+  bad("0,1,1\n0,1,2\n", "steps must increase");
+  bad("0,1,0.5\n", "factor 0.5 must be in [1, 1000]");
+  bad("0,1,x\n", "'x' is not a number");
+  bad("# nothing\n", "holds no step");
+  SlowdownSchedule none({}, 2);
+  CHECK_THROWS_WITH_AS(none.load_trace(dir.file("missing.csv")), doctest::Contains("cannot open"), Error);
+  CHECK(parse_contend("1:3") == std::pair<int, int>{1, 3});
+  CHECK_THROWS_WITH_AS(parse_contend("1"), doctest::Contains("RANK:THREADS"), Error);
+}
+
+TEST_CASE("the step clock stretches compute by the factor and counts it as compute") {
+  auto single = make_single_process_communicator();
+  StepClock clock(*single, SlowdownSchedule({parse_straggler("0:3:1")}, 1));
+  clock.begin_step(0);
+  auto spin = [](double ms) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(ms);
+    while (std::chrono::steady_clock::now() < end) {
+    }
+  };
+  spin(20);
+  clock.end_segment();
+  double plain = clock.compute_ms();
+  clock.begin_step(1);  // factor 3 from step 1
+  spin(20);
+  clock.end_segment();
+  // Not a timing assertion: the emulated wait is (factor - 1) x the measured segment by construction.
+  CHECK(clock.factor() == 3.0);
+  CHECK(clock.compute_ms() >= 3 * 20.0 * 0.99);
+  CHECK(plain < clock.compute_ms());
+  CHECK(clock.wait_ms() == 0.0);
+}
+
+TEST_CASE("the monitor smooths speeds and gives every rank the table") {
+  auto single = make_single_process_communicator();
+  Monitor m(1, 3);  // alpha 0.5
+  m.record(*single, 10.0, 1.0, 100.0, {2, 4, 1});
+  CHECK(m.speeds()[0] == doctest::Approx(10.0));
+  m.record(*single, 20.0, 1.0, 100.0, {2, 4, 1});
+  CHECK(m.speeds()[0] == doctest::Approx(7.5));
+  CHECK(m.table()[0].units == std::vector<double>{2, 4, 1});
+  CHECK_THROWS_WITH_AS(Monitor(1, 0), doctest::Contains("window"), Error);
+}
+
+TEST_CASE("alpha-beta fits recover latency and bandwidth, and --comm forces a choice") {
+  AlphaBeta f = fit_alpha_beta({{0, 1.0}, {1000, 2.0}, {2000, 3.0}});
+  CHECK(f.alpha_ms == doctest::Approx(1.0));
+  CHECK(f.ms_per_byte == doctest::Approx(0.001));
+  CommCostModel m;
+  apply_comm_choice(m, "rs-ag");
+  CHECK(m.reduce == ReduceMethod::ReduceScatterAllGather);
+  apply_comm_choice(m, "alltoallv");
+  CHECK(m.transfer == TransferMethod::AllToAllV);
+  CHECK_THROWS_WITH_AS(apply_comm_choice(m, "smoke"), doctest::Contains("--comm 'smoke'"), Error);
+}

@@ -1,0 +1,56 @@
+#include "train_options.h"
+
+namespace flextp {
+
+void add_train_flags(CLI::App& app, TrainOptions& o) {
+  auto positive = CLI::PositiveNumber, non_negative = CLI::NonNegativeNumber;
+  app.add_option("--n-layer", o.n_layer, "transformer blocks")->check(positive);
+  app.add_option("--n-head", o.n_head, "attention heads per block")->check(positive);
+  app.add_option("--n-embd", o.n_embd, "channels (divisible by --n-head)")->check(positive);
+  app.add_option("--seq-len", o.seq_len, "tokens per training window")->check(positive);
+  app.add_option("--n-positions", o.n_positions, "position table size (default: --seq-len)")->check(positive);
+  app.add_option("--vocab", o.vocab, "vocabulary size (default: the tokenizer's)")->check(positive);
+  app.add_option("--mlp-unit", o.mlp_unit, "MLP neurons per tensor-parallel unit")->check(positive);
+  app.add_option("--vocab-unit", o.vocab_unit, "vocabulary rows per tensor-parallel unit")->check(positive);
+  app.add_option("--dropout", o.dropout, "dropout probability")->check(CLI::Range(0.0, 0.99));
+  app.add_option("--data", o.data, "training text file or llm.c shard (glob); default: fortunes");
+  app.add_option("--val-data", o.val_data, "validation data (default: the last --val-fraction)");
+  app.add_option("--val-fraction", o.val_fraction, "share of --data held out")->check(CLI::Range(0.0, 0.9));
+  app.add_option("--batch", o.batch, "windows per step")->check(positive);
+  app.add_option("--steps", o.steps, "total optimizer steps")->check(non_negative);
+  app.add_option("--lr", o.lr, "peak learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--min-lr", o.min_lr, "final learning rate of the cosine")->check(non_negative);
+  app.add_option("--warmup", o.warmup, "linear warm-up steps")->check(non_negative);
+  app.add_option("--weight-decay", o.weight_decay, "decoupled weight decay")->check(non_negative);
+  app.add_option("--no-decay", o.no_decay, "parameters without weight decay: name parts, comma-separated");
+  app.add_option("--grad-clip", o.grad_clip, "global gradient-norm limit (0: off)")->check(non_negative);
+  app.add_option("--optimizer", o.optimizer, "adamw or sgd")->check(CLI::IsMember({"adamw", "sgd"}));
+  app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--seed", o.seed, "seed of initialisation, data order, dropout, sampling");
+  app.add_option("--eval-every", o.eval_every, "validation every N steps (0: only at the end)")->check(non_negative);
+  app.add_option("--eval-batches", o.eval_batches, "validation batches (of --batch windows)")->check(positive);
+  app.add_option("--log-every", o.log_every, "print every N steps")->check(positive);
+  app.add_option("--save", o.save, "checkpoint path (weights; optimizer state in PATH.state)");
+  app.add_option("--save-every", o.save_every, "also save PATH-stepNNNNNN every N steps")->check(non_negative);
+  app.add_option("--load", o.load, "resume from (or, with --eval-only, evaluate) a checkpoint");
+  app.add_option("--metrics", o.metrics, "append one JSON line per step to this file");
+  app.add_option("--sample", o.sample, "generate N tokens at the end")->check(non_negative);
+  app.add_option("--prompt", o.prompt, "text the sample continues");
+  app.add_option("--temperature", o.temperature, "sampling temperature (0: greedy)")->check(non_negative);
+  app.add_option("--top-k", o.top_k, "sample among the k likeliest (0: all)")->check(non_negative);
+  app.add_flag("--eval-only", o.eval_only, "print the validation loss of --load on --data and exit");
+  app.add_option("--tp-weights", o.tp_weights, "units per rank in proportion, e.g. 3,1 (default: even)");
+  app.add_option("--tp-assign", o.tp_assign, "explicit units per rank: KIND[@LAYER]=UNITS|UNITS..., repeatable");
+  app.add_option("--straggler", o.stragglers, "slow a rank: RANK:FACTOR[:FROM[:TO]], repeatable");
+  app.add_option("--straggler-trace", o.straggler_trace, "CSV of per-step slowdown factors per rank");
+  app.add_option("--contend", o.contend, "busy threads beside a rank: RANK:THREADS, repeatable");
+  app.add_option("--balance", o.balance, "none or migrate")->check(CLI::IsMember({"none", "migrate"}));
+  app.add_option("--horizon", o.horizon, "steps a migration must pay for itself in")->check(positive);
+  app.add_option("--min-gain", o.min_gain, "least predicted speed-up that triggers a migration")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--monitor-window", o.monitor_window, "EMA span of the speed monitor, steps")->check(positive);
+  app.add_option("--comm", o.comm, "auto, allreduce, rs-ag, p2p or alltoallv")
+      ->check(CLI::IsMember({"auto", "allreduce", "rs-ag", "p2p", "alltoallv"}));
+}
+
+}  // namespace flextp

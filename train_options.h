@@ -1,0 +1,32 @@
+#pragma once
+// The flags of `train` (README lists them), in one struct.
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace flextp {
+
+struct TrainOptions {
+  // model
+  int64_t n_layer = 4, n_head = 4, n_embd = 128, seq_len = 128, n_positions = 0, vocab = 0;
+  int64_t mlp_unit = 64, vocab_unit = 64;
+  double dropout = 0.0;
+  // run
+  std::string data, val_data, save, load, metrics, optimizer = "adamw", prompt = "\n";
+  std::string no_decay = "bias,ln_,wpe";
+  int64_t batch = 16, steps = 600, warmup = 50, eval_every = 100, eval_batches = 10, log_every = 10,
+          save_every = 0, sample = 0, top_k = 40;
+  double lr = 1e-3, min_lr = 1e-4, weight_decay = 0.1, grad_clip = 1.0, val_fraction = 0.1,
+         temperature = 0.8, momentum = 0.9;
+  uint64_t seed = 1337;
+  bool eval_only = false;
+  // tensor parallelism and balancing
+  std::string tp_weights, straggler_trace, balance = "none", comm = "auto";
+  std::vector<std::string> tp_assign, stragglers, contend;
+  int64_t horizon = 50, monitor_window = 3;
+  double min_gain = 0.05;
+};
+
+void add_train_flags(CLI::App& app, TrainOptions& o);
+
+}  // namespace flextp
