@@ -24,7 +24,7 @@ struct TrainOptions {
   std::string tp_weights, straggler_trace, balance = "none", comm = "auto";
   std::vector<std::string> tp_assign, stragglers, contend;
   int64_t horizon = 50, monitor_window = 3;
-  double min_gain = 0.05;
+  double min_gain = 0.1;
 };
 
 void add_train_flags(CLI::App& app, TrainOptions& o);

@@ -16,7 +16,7 @@ struct BalanceOptions {
   std::string policy = "none";  // none | migrate
   PlannerOptions planner;
   int window = 4;             // monitor EMA span, steps
-  int64_t settle_steps = 2;   // monitor samples needed before the first plan and after a move
+  int64_t settle_steps = 1;   // monitor samples needed before the first plan and after a move
 };
 
 struct BalanceStep {

@@ -17,11 +17,21 @@ std::vector<double> rank_work(const Partition& p, const UnitCosts& c) {
   return w;
 }
 
+// Ranks meet at a collective after every layer's attention, MLP and vocabulary work: a step
+// takes, per unit group, as long as its slowest rank, plus the replicated work at the slowest
+// rank's speed.
 double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c) {
-  std::vector<double> w = rank_work(p, c);
-  double worst = 0;
-  for (size_t r = 0; r < w.size(); ++r) worst = std::max(worst, w[r] / std::max(speed[r], 1e-30));
-  return worst;
+  double total = 0, slowest = 1e300;
+  for (double s : speed) slowest = std::min(slowest, std::max(s, 1e-30));
+  for (const auto& [group, owners] : p.groups()) {
+    double unit = c.work.count(group) ? c.work.at(group) : 0.0;
+    std::vector<double> count(p.ranks(), 0.0);
+    for (int o : owners) count[o] += 1;
+    double worst = 0;
+    for (int r = 0; r < p.ranks(); ++r) worst = std::max(worst, count[r] * unit / std::max(speed[r], 1e-30));
+    total += worst;
+  }
+  return total + c.replicated_work / slowest;
 }
 
 double ideal_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c) {
@@ -35,34 +45,18 @@ Partition balanced_partition(const Partition& current, const std::vector<double>
   const int n = current.ranks();
   FLEXTP_CHECK(static_cast<int>(speed.size()) == n, "planner: ", speed.size(), " speeds for ", n, " ranks");
   for (double s : speed) FLEXTP_CHECK(std::isfinite(s) && s > 0, "planner: speeds must be positive, got ", s);
-  // Groups by decreasing unit cost: big units first, small ones fill the gaps (greedy rounding).
-  std::vector<std::pair<double, std::string>> order;
-  for (const auto& [group, owners] : current.groups())
-    order.push_back({c.work.count(group) ? c.work.at(group) : 0.0, group});
-  std::stable_sort(order.begin(), order.end(), [](auto a, auto b) { return a.first > b.first; });
-  double total_speed = 0;
-  for (double s : speed) total_speed += s;
-
-  std::vector<double> load(n, c.replicated_work);
   Partition target = current;
-  for (const auto& [unit_work, group] : order) {
-    const std::vector<int>& owners = current.owners(group);
+  for (const auto& [group, owners] : current.groups()) {
+    // Each group on its own (its ranks meet at its collective): units one at a time to the rank
+    // that would finish its share soonest, which minimises the group's slowest rank for equal
+    // units. Ties go to the lower rank, so every rank decides alike.
     int64_t units = static_cast<int64_t>(owners.size());
-    // Whole units in proportion to speed, then each remaining unit to the rank that would
-    // finish it first (ties to the lower rank: every rank decides alike).
-    std::vector<int64_t> count(n);
-    int64_t given = 0;
-    for (int r = 0; r < n; ++r) {
-      count[r] = static_cast<int64_t>(std::floor(units * speed[r] / total_speed));
-      given += count[r];
-      load[r] += count[r] * unit_work;
-    }
-    for (; given < units; ++given) {
+    std::vector<int64_t> count(n, 0);
+    for (int64_t i = 0; i < units; ++i) {
       int best = 0;
       for (int r = 1; r < n; ++r)
-        if ((load[r] + unit_work) / speed[r] < (load[best] + unit_work) / speed[best]) best = r;
+        if ((count[r] + 1) / speed[r] < (count[best] + 1) / speed[best]) best = r;
       ++count[best];
-      load[best] += unit_work;
     }
     // Fewest moves: ranks above their count release their highest units to ranks below theirs.
     std::vector<int64_t> have(n, 0);

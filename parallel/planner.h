@@ -2,8 +2,8 @@
 // The migration planner: a pure function of (speeds, partition, unit costs, cost model) that
 // every rank evaluates on the same all-gathered inputs, so that all get the same plan with no
 // coordinator.
-//  - Target: each rank's share of the units in proportion to its speed, rounded to whole units
-//    so that the slowest rank's predicted time is as small as the greedy rounding makes it.
+//  - Target: in every unit group, whole units in proportion to speed, so that the group's slowest
+//    rank is as fast as it can be (the ranks meet at a collective after each group's work).
 //  - Moves: only the surplus units of over-loaded ranks move, each straight to a rank that
 //    lacks units of that group (never through a third rank): the fewest possible.
 //  - Hysteresis: migrate only when the predicted saving over the horizon exceeds the predicted
@@ -27,7 +27,7 @@ struct UnitCosts {
 
 // Work per rank under a partition (replicated work included).
 std::vector<double> rank_work(const Partition& p, const UnitCosts& c);
-// The step's compute time: the slowest rank's work / speed.
+// The step's compute time: per group its slowest rank, plus the replicated work at the slowest speed.
 double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c);
 // The lower bound: all work spread perfectly over the total speed.
 double ideal_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c);
@@ -37,7 +37,7 @@ Partition balanced_partition(const Partition& current, const std::vector<double>
 
 struct PlannerOptions {
   int64_t horizon = 50;    // steps over which a migration must pay for itself
-  double min_gain = 0.05;  // and make the step at least this much faster (noise guard)
+  double min_gain = 0.1;   // and make the step at least this much faster (noise guard)
 };
 
 struct Plan {

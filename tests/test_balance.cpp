@@ -42,10 +42,15 @@ TEST_CASE("the target gives units in proportion to speed") {
   Partition skewed = Partition::proportional(groups(), {3, 1});
   Partition back = balanced_partition(skewed, {1.0, 1.0}, costs());
   CHECK(count(back, "h.0.head", 0) == 4);
-  // Rounding: 3 ranks, 8 units each group; speeds 1:1:1 -> 3,3,2 and 2,3,3 (the loads balance).
+  // Rounding: every group on its own as evenly as whole units allow (ranks meet after each group).
   Partition three = balanced_partition(Partition::even(groups(), 3), {1, 1, 1}, costs());
-  std::vector<double> w = rank_work(three, costs());
-  CHECK(*std::max_element(w.begin(), w.end()) - *std::min_element(w.begin(), w.end()) <= 1.0);
+  for (const char* g : {"h.0.head", "h.0.mlp"})
+    for (int r = 0; r < 3; ++r) CHECK(count(three, g, r) >= 2);
+  CHECK(predicted_step_ms(three, {1, 1, 1}, costs()) == doctest::Approx(6.0));  // 3 + 3
+  // Speeds 2:1 over 8 units: 6:2 (both finish at 3; ties go to the lower rank).
+  Partition two = balanced_partition(Partition::even(groups(), 2), {2, 1}, costs());
+  CHECK(count(two, "h.0.head", 0) == 6);
+  CHECK(predicted_step_ms(two, {2, 1}, costs()) == doctest::Approx(6.0));
 }
 
 TEST_CASE("moves: only surplus units of over-loaded ranks, straight to their new owner") {
