@@ -12,8 +12,13 @@ endif
 
 .PHONY: all deps configure build test train bench clean
 
-# The main job: the default byte-level GPT on the default corpus (Debian's fortunes).
-TRAIN_ARGS ?= --save runs/default/model.safetensors --metrics runs/default/metrics.jsonl --sample 400
+# The main job: the default byte-level GPT on the default corpus (Debian's fortunes), on two
+# tensor-parallel ranks (one per core) that rebalance by migration when one slows down.
+TRAIN_RANKS ?= 2
+MPIRUN ?= mpirun --oversubscribe --allow-run-as-root --bind-to none --mca btl self,vader \
+          --mca btl_vader_single_copy_mechanism none -x OMP_NUM_THREADS=1
+TRAIN_ARGS ?= --balance migrate --save runs/default/model.safetensors \
+              --metrics runs/default/metrics.jsonl --sample 400
 
 all: build
 
@@ -32,11 +37,14 @@ test: build
 train: build
 	@mkdir -p runs/default
 	@rm -f runs/default/metrics.jsonl
-	./$(BUILD_DIR)/train $(TRAIN_ARGS)
+	$(MPIRUN) -np $(TRAIN_RANKS) ./$(BUILD_DIR)/train $(TRAIN_ARGS)
 
 bench: build
 	./$(BUILD_DIR)/bench_ops
 	./$(BUILD_DIR)/bench_train_throughput
+	./$(BUILD_DIR)/bench_tp_scaling
+	python3 bench/hetero.py --ranks 2,4
+	./$(BUILD_DIR)/bench_simulate
 
 clean:
 	rm -rf build build-sanitize

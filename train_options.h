@@ -9,7 +9,7 @@ namespace flextp {
 struct TrainOptions {
   // model
   int64_t n_layer = 4, n_head = 4, n_embd = 128, seq_len = 128, n_positions = 0, vocab = 0;
-  int64_t mlp_unit = 64, vocab_unit = 64;
+  int64_t mlp_unit = 32, vocab_unit = 64;
   double dropout = 0.0;
   // run
   std::string data, val_data, save, load, metrics, optimizer = "adamw", prompt = "\n";

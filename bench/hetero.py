@@ -68,7 +68,7 @@ def main():
                                if max(x["units"][0] for x in r["ranks"]) - min(x["units"][0] for x in r["ranks"]) <= 1),
                               None)
             same_loss = max(abs(x["loss"] - y["loss"]) for x, y in zip(base, mig))
-            results.append(dict(ranks=n, factor=f, no_straggler=t_base, even=t_even, migrate=t_mig, ideal=ideal,
+            results.append(dict(ranks=n, factor=f, no_straggler=t_base, compute0=compute0, other0=other0, even=t_even, migrate=t_mig, ideal=ideal,
                                 speedup=t_even / t_mig, vs_ideal=t_mig / ideal - 1, react_steps=react,
                                 recover_steps=units_back, max_loss_gap=same_loss))
             curves[f"{n} ranks, x{f:g}, even split"] = [r["ms"] for r in even]

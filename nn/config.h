@@ -13,7 +13,7 @@ struct GPTConfig {
   int64_t n_layer = 4;
   int64_t n_head = 4;
   int64_t n_embd = 128;
-  int64_t mlp_unit = 64;     // MLP neurons per tensor-parallel unit
+  int64_t mlp_unit = 32;     // MLP neurons per tensor-parallel unit
   int64_t vocab_unit = 64;   // vocabulary rows per tensor-parallel unit (the last may be short)
   double dropout = 0.0;
   uint64_t seed = 1337;      // initialisation

@@ -6,7 +6,7 @@
 
 namespace flextp {
 
-Monitor::Monitor(int ranks, int window) : rows_(ranks), alpha_(2.0 / (window + 1.0)) {
+Monitor::Monitor(int ranks, int window, double jump) : rows_(ranks), alpha_(2.0 / (window + 1.0)), jump_(jump) {
   FLEXTP_CHECK(window >= 1, "the monitor window must be at least 1 step, got ", window);
 }
 
@@ -26,7 +26,13 @@ void Monitor::record(Communicator& comm, double compute_ms, double wait_ms, doub
     row.work = t[r * width + 2];
     row.units.assign(t.begin() + r * width + 3, t.begin() + (r + 1) * width);
     double speed = row.compute_ms > 0 ? row.work / row.compute_ms : row.speed;
-    row.speed = samples_ == 0 ? speed : alpha_ * speed + (1 - alpha_) * row.speed;
+    auto off = [&](double x) { return x > row.speed * (1 + jump_) ? 1 : x < row.speed * (1 - jump_) ? -1 : 0; };
+    bool persistent = samples_ >= 2 && off(speed) != 0 && off(speed) == off(row.last_raw);
+    if (samples_ == 0 || persistent)
+      row.speed = speed;
+    else
+      row.speed = alpha_ * speed + (1 - alpha_) * row.speed;
+    row.last_raw = speed;
   }
   ++samples_;
 }

@@ -173,6 +173,16 @@ TEST_CASE("the monitor smooths speeds and gives every rank the table") {
   m.record(*single, 20.0, 1.0, 100.0, {2, 4, 1});
   CHECK(m.speeds()[0] == doctest::Approx(7.5));
   CHECK(m.table()[0].units == std::vector<double>{2, 4, 1});
+  // A one-step blip is smoothed; a change that lasts two steps is taken at once.
+  Monitor j(1, 3, 0.25);
+  for (int i = 0; i < 4; ++i) j.record(*single, 10.0, 0, 100.0, {1, 1, 1});
+  j.record(*single, 20.0, 0, 100.0, {1, 1, 1});  // blip: 5 work/ms
+  CHECK(j.speeds()[0] == doctest::Approx(7.5));
+  j.record(*single, 10.0, 0, 100.0, {1, 1, 1});
+  CHECK(j.speeds()[0] == doctest::Approx(8.75));
+  j.record(*single, 40.0, 0, 100.0, {1, 1, 1});  // a lasting slowdown: 2.5 work/ms...
+  j.record(*single, 40.0, 0, 100.0, {1, 1, 1});  // ...seen twice: taken as it is
+  CHECK(j.speeds()[0] == doctest::Approx(2.5));
   CHECK_THROWS_WITH_AS(Monitor(1, 0), doctest::Contains("window"), Error);
 }
 

@@ -12,7 +12,8 @@ std::vector<UnitGroup> groups() {
   GPTConfig c;
   c.n_layer = 2;
   c.n_head = 4;
-  c.n_embd = 64;   // 4 MLP units of 64
+  c.n_embd = 64;
+  c.mlp_unit = 64;  // 4 MLP units
   c.vocab_size = 256;
   c.vocab_unit = 64;  // 4 vocabulary units
   return unit_groups(c);

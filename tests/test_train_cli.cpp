@@ -119,6 +119,13 @@ TEST_CASE("under mpirun, a bad partition stops every rank with a clear message, 
   fails_with("--tp-assign 'expert=0|1'", "unknown unit kind 'expert'");
   fails_with("--tp-assign 'head=0,1|1,2,3'", "owned twice");
   fails_with("--tp-assign 'head=0|1,2'", "owned by no rank");
+  fails_with("--straggler 1:fast", "'fast' is not a number");
+  fails_with("--straggler 5:2", "names rank 5 but there are only 2 ranks");
+  fails_with("--straggler-trace " + dir.write("bad.csv", "0,1\n"), "expected step and 2 factors");
+  fails_with("--straggler-trace " + dir.file("none.csv"), "cannot open --straggler-trace");
+  fails_with("--comm fastest", "--comm");
+  fails_with("--balance resize", "--balance");
+  fails_with("--contend 1", "RANK:THREADS");
 }
 
 namespace {
