@@ -1,6 +1,9 @@
 #include "core/ops/matmul.h"
 
+#include <type_traits>
+
 #include "core/cpu/eigen.h"
+#include "core/cpu/sgemm.h"
 #include "core/dispatch.h"
 
 namespace flextp::cpu {
@@ -9,6 +12,13 @@ namespace {
 template <typename T>
 void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool ta, bool tb,
           bool accumulate) {
+  // Big f32 products go to the packed AVX2 kernel; small ones and f64 stay with Eigen.
+  if constexpr (std::is_same_v<T, float>) {
+    if (sgemm_available() && static_cast<double>(m) * n * k >= 65536.0) {
+      sgemm(ta, tb, m, n, k, a, ta ? m : k, b, tb ? k : n, c, n, accumulate);
+      return;
+    }
+  }
   // op(a) is m x k, op(b) is k x n; stored row-major, transposed operands as their transpose.
   auto A = matrix(a, ta ? k : m, ta ? m : k, ta ? m : k);
   auto B = matrix(b, tb ? n : k, tb ? k : n, tb ? k : n);
