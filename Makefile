@@ -8,6 +8,9 @@ SANITIZE ?=
 ifneq ($(SANITIZE),)
   BUILD_DIR := build-sanitize
   CMAKE_ARGS += -DFLEXTP_SANITIZE=$(SANITIZE) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEXTP_CUDA=OFF
+  # OpenMPI keeps some allocations until exit; everything else must be freed.
+  export LSAN_OPTIONS := suppressions=$(CURDIR)/scripts/lsan.supp:print_suppressions=0
+  export UBSAN_OPTIONS := halt_on_error=1:print_stacktrace=1
 endif
 
 .PHONY: all deps configure build test train bench clean

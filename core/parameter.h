@@ -24,8 +24,12 @@ struct Parameter {
   int64_t unit_rows = 0;       // rows per unit (the last unit of a kind may have fewer)
   int64_t logical_rows = 0;    // rows of the whole logical parameter (all units)
   std::vector<int64_t> units;  // the units whose rows `value` holds, in that order
+  // Priority resizing: only the first active_rows rows take part in compute and updates
+  // (-1: all). The rest keep their weights and optimizer state until they come back.
+  int64_t active_rows = -1;
 
   bool replicated() const { return unit_rows == 0; }
+  bool resized() const { return active_rows >= 0 && active_rows < value.size(0); }
   Tensor grad() const { return value.grad(); }
   // Rows of unit u in the logical parameter.
   int64_t rows_of_unit(int64_t u) const {

@@ -28,9 +28,14 @@ CausalSelfAttention::CausalSelfAttention(const std::string& prefix, const GPTCon
       c_proj(add_module(std::make_unique<Linear>(child_prefix("c_proj"), proj_spec(c, prefix, heads),
                                                  c.seed, c.dtype, comm))) {}
 
+int64_t CausalSelfAttention::active_heads() const {
+  const Parameter& w = c_attn.weight;
+  return w.resized() ? w.active_rows / w.unit_rows : local_heads();
+}
+
 Tensor CausalSelfAttention::forward(const Tensor& x) const {
-  Tensor qkv = c_attn.forward(x);                // [B, T, U*3*D]
-  Tensor y = attention(qkv, local_heads());      // [B, T, U*D]
+  Tensor qkv = c_attn.forward(x);                // [B, T, U*3*D] (U: active heads)
+  Tensor y = attention(qkv, active_heads());     // [B, T, U*D]
   return c_proj.forward(y);                      // [B, T, C]
 }
 

@@ -16,6 +16,8 @@ class CausalSelfAttention : public Module {
   // The heads held here, in local order (the QKV weight's units).
   const std::vector<int64_t>& heads() const { return c_attn.weight.units; }
   int64_t local_heads() const { return static_cast<int64_t>(heads().size()); }
+  // Heads in use: all but the ones priority resizing skips (the last of the local order).
+  int64_t active_heads() const;
 
   Linear& c_attn;  // weight [U*3D, C], bias [U*3D]
   Linear& c_proj;  // weight [U*D, C], bias [C]

@@ -2,6 +2,7 @@
 
 #include "core/ops/elementwise.h"
 #include "core/ops/matmul.h"
+#include "core/ops/shape_ops.h"
 #include "nn/init.h"
 #include "parallel/tp_ops.h"
 
@@ -52,10 +53,16 @@ Linear::Linear(const std::string& prefix, const LinearSpec& s, uint64_t seed, DT
   }
 }
 
+namespace {
+// The rows in use: all, or the active ones of a resized parameter (skipped units' rows are
+// simply not multiplied: the GEMM shrinks).
+Tensor active_rows(const Parameter& p) { return p.resized() ? slice_rows(p.value, 0, p.active_rows) : p.value; }
+}  // namespace
+
 Tensor Linear::forward(const Tensor& x) const {
   if (split_ == Split::Column)
-    return add(matmul(copy_to_tensor_parallel(x, comm_), weight.value, false, true), bias.value);
-  return add(reduce_from_tensor_parallel(matmul(x, weight.value), comm_), bias.value);
+    return add(matmul(copy_to_tensor_parallel(x, comm_), active_rows(weight), false, true), active_rows(bias));
+  return add(reduce_from_tensor_parallel(matmul(x, active_rows(weight)), comm_), bias.value);
 }
 
 }  // namespace flextp

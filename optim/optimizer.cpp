@@ -3,6 +3,7 @@
 #include "core/autograd.h"
 #include "core/ops/adamw.h"
 #include "core/ops/elementwise.h"
+#include "core/ops/shape_ops.h"
 
 namespace flextp {
 
@@ -14,6 +15,13 @@ Tensor& Optimizer::slot(Parameter& p, const std::string& name) {
   return it->second;
 }
 
+namespace {
+// The rows an update touches: all, or only the active ones of a resized parameter.
+Tensor active(const Parameter& p, const Tensor& t) {
+  return p.resized() ? slice_rows(t, 0, p.active_rows) : t;
+}
+}  // namespace
+
 void AdamW::step(const std::vector<Parameter*>& params, double lr) {
   NoGradGuard ng;
   ++steps_;
@@ -21,7 +29,8 @@ void AdamW::step(const std::vector<Parameter*>& params, double lr) {
     Tensor g = p->grad();
     if (!g.defined()) continue;
     AdamWStep s{lr, o_.beta1, o_.beta2, o_.eps, p->weight_decay ? o_.weight_decay : 0.0, steps_};
-    adamw_update(p->value, g, slot(*p, "m"), slot(*p, "v"), s);
+    Tensor value = active(*p, p->value), m = active(*p, slot(*p, "m")), v = active(*p, slot(*p, "v"));
+    adamw_update(value, active(*p, g), m, v, s);
   }
 }
 
@@ -32,12 +41,12 @@ void SGD::step(const std::vector<Parameter*>& params, double lr) {
     Tensor g = p->grad();
     if (!g.defined()) continue;
     // buf = momentum * buf + g (+ wd * p); p -= lr * buf
-    Tensor& buf = slot(*p, "momentum");
+    Tensor buf = active(*p, slot(*p, "momentum")), value = active(*p, p->value);
     Tensor scaled = scale(buf, o_.momentum);
-    add_inplace(scaled, g);
-    if (p->weight_decay && o_.weight_decay != 0) add_inplace(scaled, p->value, o_.weight_decay);
+    add_inplace(scaled, active(*p, g));
+    if (p->weight_decay && o_.weight_decay != 0) add_inplace(scaled, value, o_.weight_decay);
     buf.copy_from(scaled);
-    add_inplace(p->value, buf, -lr);
+    add_inplace(value, buf, -lr);
   }
 }
 
