@@ -218,6 +218,8 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world) {
   bo.policy = o.balance;
   bo.planner = {o.horizon, o.min_gain};
   bo.window = static_cast<int>(o.monitor_window);
+  bo.resize.priority = o.priority;
+  bo.resize.seed = o.seed;
   Balancer balancer(comm.untimed(), partition, costs, comm_model, bo);
   TrainState state{start, o.seed, {{"tokenizer", tok.name()}}};
   auto save = [&](const std::string& path, int64_t step) {
@@ -233,6 +235,7 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world) {
     Batch b = sampler.at_step(step);
     Tensor loss = model.loss(b.ids, b.targets);
     loss.backward();
+    balancer.observe_gradients(params, step);
     double norm = clip_grad_norm(params, o.grad_clip, &comm);
     double lr = sched.at(step);
     opt->step(params, lr);

@@ -3,10 +3,13 @@
 #include <doctest/doctest.h>
 
 #include "core/autograd.h"
+#include "core/ops/elementwise.h"
 #include "core/ops/shape_ops.h"
 #include "nn/gpt.h"
 #include "optim/optimizer.h"
+#include "nn/units.h"
 #include "parallel/resize.h"
+#include "parallel/resizer.h"
 #include "parallel/unit_gather.h"
 #include "tests/gradcheck.h"
 
@@ -92,4 +95,43 @@ TEST_CASE("with no unit skipped the model is the plain one, to the bit") {
   NoGradGuard ng;
   CHECK(a.loss(ids(4), ids(5)).item() == b.loss(ids(4), ids(5)).item());
   CHECK_THROWS_WITH_AS(set_active_units(group_parameters(pb, "h.0.head"), 5), doctest::Contains("5 of 4"), Error);
+}
+
+TEST_CASE("the resizer skips the least important units of a slow rank, and restores them") {
+  GPTConfig c = tiny();
+  GPT m(c);
+  std::vector<Parameter*> params = m.parameters();
+  Partition p = Partition::even(unit_groups(c), 2);  // two ranks; this process plays rank 1's part
+  // Norm priority: make head 2 of layer 0 the weakest by shrinking its QKV rows.
+  std::vector<Parameter*> heads = group_parameters(params, "h.0.head");
+  {
+    NoGradGuard ng;
+    Tensor rows = slice_rows(heads[0]->value, 2 * 12, 12);
+    rows.copy_from(scale(rows, 0.01));
+  }
+  ResizeOptions o;
+  o.priority = "norm";
+  Resizer r(o);
+  r.observe(params, 0);
+  CHECK(r.importance("h.0.head", 2) < r.importance("h.0.head", 0));
+  // Rank 1 at half speed: the fast rank holds 2 heads (time 2), so rank 1 keeps floor(2 * 0.5 * 1.1) = 1.
+  // Here this process holds all 4 heads as rank 0 would; ask for rank 0 at half speed instead.
+  int64_t skipped = r.apply(params, Partition::even(unit_groups(c), 1), {1.0}, 0);
+  CHECK(skipped == 0);  // alone, nothing to wait for
+  Partition two = Partition::even(unit_groups(c), 2);
+  // Speeds [0.5, 1]: rank 0 (4 heads here stand for its share) keeps floor(2 / 1 * 0.5 * 1.1) = 1 of its units.
+  std::vector<int> half(c.n_head, 0);
+  for (int64_t u = 0; u < c.n_head; ++u) half[u] = u < c.n_head / 2 ? 0 : 1;
+  two.set_owners("h.0.head", half);
+  skipped = r.apply(params, two, {0.5, 1.0}, 0);
+  CHECK(skipped > 0);
+  CHECK(active_units(heads) == 1);
+  CHECK(heads[0]->units.back() != heads[0]->units.front());
+  // The weakest head (2) is among the skipped ones.
+  std::vector<int64_t> skipped_units(heads[0]->units.begin() + 1, heads[0]->units.end());
+  CHECK(std::find(skipped_units.begin(), skipped_units.end(), 2) != skipped_units.end());
+  // Nobody to wait for any more: everything comes back.
+  r.apply(params, Partition::even(unit_groups(c), 1), {1.0}, 0);
+  CHECK(active_units(heads) == 4);
+  CHECK_THROWS_WITH_AS(Resizer(ResizeOptions{"loud"}), doctest::Contains("--priority 'loud'"), Error);
 }

@@ -124,7 +124,8 @@ TEST_CASE("under mpirun, a bad partition stops every rank with a clear message, 
   fails_with("--straggler-trace " + dir.write("bad.csv", "0,1\n"), "expected step and 2 factors");
   fails_with("--straggler-trace " + dir.file("none.csv"), "cannot open --straggler-trace");
   fails_with("--comm fastest", "--comm");
-  fails_with("--balance resize", "--balance");
+  fails_with("--balance shrink", "--balance");
+  fails_with("--priority loud", "--priority");
   fails_with("--contend 1", "RANK:THREADS");
 }
 

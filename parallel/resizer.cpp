@@ -1,0 +1,115 @@
+#include "parallel/resizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/autograd.h"
+#include "core/error.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/reduce.h"
+#include "core/ops/shape_ops.h"
+#include "core/random.h"
+#include "parallel/resize.h"
+#include "parallel/unit_rows.h"
+
+namespace flextp {
+namespace {
+bool resizable(const std::string& group) {
+  return group.size() > 5 && (group.compare(group.size() - 5, 5, ".head") == 0 ||
+                              group.compare(group.size() - 4, 4, ".mlp") == 0);
+}
+}  // namespace
+
+Resizer::Resizer(ResizeOptions o) : o_(std::move(o)) {
+  FLEXTP_CHECK(o_.priority == "taylor" || o_.priority == "norm" || o_.priority == "random", "--priority '",
+               o_.priority, "' is not one of taylor, norm, random");
+}
+
+void Resizer::observe(const std::vector<Parameter*>& params, int64_t step) {
+  NoGradGuard ng;
+  std::map<std::string, std::map<int64_t, double>> now;
+  for (Parameter* p : params) {
+    if (p->replicated() || !resizable(p->unit_group)) continue;
+    Tensor g = p->grad();
+    std::vector<int64_t> offsets = local_unit_offsets(*p);
+    int64_t active = p->resized() ? 0 : static_cast<int64_t>(p->units.size());
+    if (p->resized())
+      for (int64_t rows = 0; active < static_cast<int64_t>(p->units.size()) && rows < p->active_rows;)
+        rows += p->rows_of_unit(p->units[active++]);
+    for (int64_t i = 0; i < active; ++i) {
+      int64_t u = p->units[i], rows = p->rows_of_unit(u);
+      Tensor w = slice_rows(p->value, offsets[i], rows);
+      double s = 0;
+      if (o_.priority == "taylor") {
+        if (!g.defined()) continue;
+        Tensor wg = mul(w, slice_rows(g, offsets[i], rows));
+        s = sum(mul(wg, wg)).item();  // squared, then rooted: |w * g| as an L2 over the unit
+        s = std::sqrt(s);
+      } else if (o_.priority == "norm") {
+        s = sum(mul(w, w)).item();
+      } else {
+        s = rng::uniform(static_cast<uint64_t>(step), rng::stream_id(p->unit_group.c_str()) + u, o_.seed);
+      }
+      now[p->unit_group][u] += s;
+    }
+  }
+  for (const auto& [group, units] : now)
+    for (const auto& [u, s] : units) {
+      auto it = score_[group].find(u);
+      if (it == score_[group].end())
+        score_[group][u] = s;
+      else
+        it->second = o_.smoothing * it->second + (1 - o_.smoothing) * s;
+    }
+}
+
+double Resizer::importance(const std::string& group, int64_t unit) const {
+  auto g = score_.find(group);
+  if (g == score_.end()) return 0.0;
+  auto u = g->second.find(unit);
+  return u == g->second.end() ? 0.0 : u->second;
+}
+
+int64_t Resizer::apply(const std::vector<Parameter*>& params, const Partition& partition,
+                       const std::vector<double>& speed, int rank) {
+  int64_t skipped = 0;
+  for (const auto& [group, owners] : partition.groups()) {
+    if (!resizable(group)) continue;
+    std::vector<Parameter*> ps = group_parameters(params, group);
+    if (ps.empty()) continue;
+    // The time the fastest-finishing rank needs for its whole share of this group.
+    std::vector<double> count(partition.ranks(), 0.0);
+    for (int o : owners) count[o] += 1;
+    double target = 1e300;
+    for (int r = 0; r < partition.ranks(); ++r)
+      if (count[r] > 0) target = std::min(target, count[r] / speed[r]);
+    int64_t n = static_cast<int64_t>(ps.front()->units.size());
+    int64_t keep = std::min<int64_t>(n, static_cast<int64_t>(std::floor(target * speed[rank] * (1 + o_.tolerance))));
+    if (keep >= n) {
+      set_active_units(ps, -1);
+      continue;
+    }
+    // Most important first; the skipped ones are the tail.
+    std::vector<int64_t> order = ps.front()->units;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return importance(group, a) > importance(group, b); });
+    std::set<int64_t> want(order.begin(), order.begin() + keep), have;
+    int64_t active_now = active_units(ps);
+    for (int64_t i = 0; i < active_now && i < n; ++i) have.insert(ps.front()->units[i]);
+    if (want != have || active_now != keep) {
+      // Keep the current order of the units that stay, so that nothing moves needlessly.
+      std::vector<int64_t> next;
+      for (int64_t u : ps.front()->units)
+        if (want.count(u)) next.push_back(u);
+      for (int64_t u : ps.front()->units)
+        if (!want.count(u)) next.push_back(u);
+      if (next != ps.front()->units) reorder_units(ps, next);
+    }
+    set_active_units(ps, keep);
+    skipped += n - keep;
+  }
+  return skipped;
+}
+
+}  // namespace flextp
