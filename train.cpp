@@ -174,6 +174,7 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world) {
   GPT model(c, LocalUnits::of_rank(c, partition, comm.rank()), &comm);
   std::vector<Parameter*> params = model.parameters();
   set_weight_decay(params, o.no_decay);
+  model.set_imputation(o.impute == "stale" ? Impute::Stale : Impute::Zero);
   std::unique_ptr<Optimizer> opt;
   if (o.optimizer == "sgd")
     opt = std::make_unique<SGD>(SGDOptions{o.momentum, o.weight_decay});

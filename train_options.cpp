@@ -47,6 +47,8 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--balance", o.balance, "none, migrate or resize")->check(CLI::IsMember({"none", "migrate", "resize"}));
   app.add_option("--priority", o.priority, "which units resizing skips first: taylor, norm or random")
       ->check(CLI::IsMember({"taylor", "norm", "random"}));
+  app.add_option("--impute", o.impute, "what skipped units contribute: zero or stale (their running mean)")
+      ->check(CLI::IsMember({"zero", "stale"}));
   app.add_option("--horizon", o.horizon, "steps a migration must pay for itself in")->check(positive);
   app.add_option("--min-gain", o.min_gain, "least predicted speed-up that triggers a migration")
       ->check(CLI::Range(0.0, 1.0));

@@ -21,7 +21,8 @@ struct TrainOptions {
   uint64_t seed = 1337;
   bool eval_only = false;
   // tensor parallelism and balancing
-  std::string tp_weights, straggler_trace, balance = "none", comm = "auto", priority = "taylor";
+  std::string tp_weights, straggler_trace, balance = "none", comm = "auto", priority = "taylor",
+              impute = "zero";
   std::vector<std::string> tp_assign, stragglers, contend;
   int64_t horizon = 50, monitor_window = 3;
   double min_gain = 0.1;

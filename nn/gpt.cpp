@@ -58,6 +58,13 @@ Tensor GPT::hidden(const Tensor& ids) const {
   return ln_f_->forward(x);                                    // [B, T, C]
 }
 
+void GPT::set_imputation(Impute m) {
+  for (Block* b : blocks_) {
+    b->attn.c_proj.set_impute(m);
+    b->mlp.c_proj.set_impute(m);
+  }
+}
+
 VocabLayout GPT::vocab_layout() const {
   return VocabLayout(wte.units, config_.vocab_unit, config_.vocab_size);
 }

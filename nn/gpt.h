@@ -32,6 +32,8 @@ class GPT : public Module {
   // Dropout is active only in training mode, with masks that change with the step.
   void set_training(bool training) { training_ = training; }
   void set_step(uint64_t step) { step_ = step; }
+  // How the row-split layers fill in for units that priority resizing skips.
+  void set_imputation(Impute m);
   const GPTConfig& config() const { return config_; }
   const std::vector<Block*>& blocks() const { return blocks_; }
 

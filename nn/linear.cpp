@@ -1,5 +1,8 @@
 #include "nn/linear.h"
 
+#include <algorithm>
+
+#include "core/autograd.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/matmul.h"
 #include "core/ops/shape_ops.h"
@@ -62,7 +65,51 @@ Tensor active_rows(const Parameter& p) { return p.resized() ? slice_rows(p.value
 Tensor Linear::forward(const Tensor& x) const {
   if (split_ == Split::Column)
     return add(matmul(copy_to_tensor_parallel(x, comm_), active_rows(weight), false, true), active_rows(bias));
-  return add(reduce_from_tensor_parallel(matmul(x, active_rows(weight)), comm_), bias.value);
+  Tensor w = active_rows(weight);
+  Tensor partial = matmul(x, w);  // [..., out]: this rank's share of the sum
+  if (impute_ == Impute::Stale) {
+    Tensor extra = impute_skipped(x, w);
+    if (extra.defined()) partial = add(partial, extra);
+  }
+  return add(reduce_from_tensor_parallel(partial, comm_), bias.value);
+}
+
+const Tensor* Linear::stale_contribution(int64_t unit) const {
+  auto it = stale_.find(unit);
+  return it == stale_.end() ? nullptr : &it->second;
+}
+
+Tensor Linear::impute_skipped(const Tensor& x, const Tensor& w) const {
+  NoGradGuard ng;
+  constexpr double kKeep = 0.8;  // weight of the old mean in the running average
+  int64_t in = x.size(-1), tokens = x.numel() / std::max<int64_t>(in, 1);
+  if (in > 0 && tokens > 0) {
+    Tensor mean_x = scale(sum_to_shape(view_as(x.detach(), {tokens, in}), {1, in}), 1.0 / tokens);  // [1, in]
+    int64_t at = 0;
+    for (int64_t u : weight.units) {
+      int64_t rows = weight.rows_of_unit(u);
+      if (at + rows > in) break;  // the skipped units start here
+      Tensor c = view_as(matmul(slice_rows(view_as(mean_x, {in, 1}), at, rows).detach(), slice_rows(w.detach(), at, rows), true, false),
+                         {w.size(1)});  // [out]
+      auto it = stale_.find(u);
+      if (it == stale_.end())
+        stale_[u] = c.clone();
+      else
+        it->second = add(scale(it->second, kKeep), scale(c, 1 - kKeep));
+      at += rows;
+    }
+  }
+  if (!weight.resized()) return Tensor();
+  Tensor extra;
+  int64_t at = 0;
+  for (int64_t u : weight.units) {
+    at += weight.rows_of_unit(u);
+    if (at <= weight.active_rows) continue;
+    auto it = stale_.find(u);
+    if (it == stale_.end()) continue;
+    extra = extra.defined() ? add(extra, it->second) : it->second.clone();
+  }
+  return extra;
 }
 
 }  // namespace flextp

@@ -4,6 +4,7 @@
 //   Row:    y = x W + b,   W [in_local, out], b [out] replicated (added once, after the sum
 //           of the ranks' partial products); the input features are units.
 // With all units on one rank both are the ordinary linear layer.
+#include <map>
 #include <vector>
 
 #include "nn/module.h"
@@ -12,6 +13,11 @@
 namespace flextp {
 
 enum class Split { Column, Row };
+
+// What a row-split layer adds for the units priority resizing skips: nothing (zero), or each
+// skipped unit's mean contribution over the tokens of its last active steps (stale), so that the
+// output keeps its scale for the other ranks and the next layer.
+enum class Impute { Zero, Stale };
 
 struct LinearSpec {
   int64_t in = 0, out = 0;
@@ -34,13 +40,21 @@ class Linear : public Module {
   Parameter& weight;
   Parameter& bias;
   Split split() const { return split_; }
+  void set_impute(Impute m) { impute_ = m; }
+  // The running mean contribution [out] of a unit, when known (row split, stale imputation).
+  const Tensor* stale_contribution(int64_t unit) const;
 
  private:
   static Tensor initial_weight(const std::string& prefix, const LinearSpec& spec, uint64_t seed,
                                DType dtype);
   static Tensor initial_bias(const LinearSpec& spec, DType dtype);
+  // Updates the running contributions of the active units from this input; returns the sum of
+  // the skipped units' contributions (undefined when there is none).
+  Tensor impute_skipped(const Tensor& x, const Tensor& w) const;
   Split split_;
   Communicator* comm_;
+  Impute impute_ = Impute::Zero;
+  mutable std::map<int64_t, Tensor> stale_;
 };
 
 }  // namespace flextp

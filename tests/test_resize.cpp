@@ -135,3 +135,32 @@ TEST_CASE("the resizer skips the least important units of a slow rank, and resto
   CHECK(active_units(heads) == 4);
   CHECK_THROWS_WITH_AS(Resizer(ResizeOptions{"loud"}), doctest::Contains("--priority 'loud'"), Error);
 }
+
+TEST_CASE("stale imputation adds a skipped unit's mean contribution; zero adds nothing") {
+  GPTConfig c = tiny();
+  GPT m(c);
+  Linear& proj = m.blocks()[0]->mlp.c_proj;  // row split: 4 units of 16 inputs
+  std::vector<Parameter*> group = group_parameters(m.parameters(), "h.0.mlp");
+  // Every token the same: the mean contribution is the contribution.
+  std::vector<float> row(64);
+  for (int i = 0; i < 64; ++i) row[i] = 0.1f * static_cast<float>(i % 7) - 0.2f;
+  std::vector<float> all;
+  for (int t = 0; t < 6; ++t) all.insert(all.end(), row.begin(), row.end());
+  Tensor x = Tensor::from_vector(all, {1, 6, 64});
+  NoGradGuard ng;
+  proj.set_impute(Impute::Stale);
+  Tensor full = proj.forward(x);  // all active: records every unit's contribution
+  CHECK(proj.stale_contribution(3) != nullptr);
+  set_active_units(group, 2);  // units 2 and 3 skipped: the layer sees their 32 inputs no more
+  std::vector<float> first32;
+  for (int t = 0; t < 6; ++t) first32.insert(first32.end(), row.begin(), row.begin() + 32);
+  Tensor xs = Tensor::from_vector(first32, {1, 6, 32});
+  test::check_close(proj.forward(xs), full, 1e-5);  // stale: the same output
+  proj.set_impute(Impute::Zero);
+  Tensor zero = proj.forward(xs);
+  double diff = 0;
+  std::vector<float> a = zero.to_vector<float>(), b = full.to_vector<float>();
+  for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, double(std::abs(a[i] - b[i])));
+  CHECK(diff > 1e-4);  // zero: the skipped units' share is missing
+  set_active_units(group, -1);
+}
