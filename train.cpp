@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <nlohmann/json.hpp>
@@ -117,6 +118,18 @@ Partition initial_partition(const TrainOptions& o, const GPTConfig& c, int ranks
   return p;
 }
 
+// --lambda: a non-negative number or inf.
+double parse_lambda(const std::string& s) {
+  if (s == "inf" || s == "infinity") return std::numeric_limits<double>::infinity();
+  try {
+    size_t used = 0;
+    double v = std::stod(s, &used);
+    if (used == s.size() && v >= 0 && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  FLEXTP_FAIL("--lambda '", s, "' must be a number >= 0 or inf");
+}
+
 // Emulated stragglers (--straggler, --straggler-trace) for this run's ranks.
 SlowdownSchedule slowdown(const TrainOptions& o, int ranks) {
   std::vector<StragglerSpec> specs;
@@ -220,6 +233,7 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world) {
   bo.planner = {o.horizon, o.min_gain};
   bo.window = static_cast<int>(o.monitor_window);
   bo.resize.priority = o.priority;
+  bo.lambda = parse_lambda(o.lambda);
   bo.resize.seed = o.seed;
   Balancer balancer(comm.untimed(), partition, costs, comm_model, bo);
   TrainState state{start, o.seed, {{"tokenizer", tok.name()}}};
@@ -250,7 +264,7 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world) {
                            {"tokens_per_s", tok_s}, {"grad_norm", norm}};
     if (comm.size() > 1) {
       line["ranks"] = rank_table(balancer);
-      line["plan"] = bal.plan.migrate ? "migrate" : "keep";
+      line["plan"] = bal.choice;
       line["predicted_ms"] = bal.plan.now_ms;
       line["ideal_ms"] = bal.plan.ideal_ms;
       line["moved_bytes"] = bal.moved.bytes_sent;

@@ -44,7 +44,9 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--straggler", o.stragglers, "slow a rank: RANK:FACTOR[:FROM[:TO]], repeatable");
   app.add_option("--straggler-trace", o.straggler_trace, "CSV of per-step slowdown factors per rank");
   app.add_option("--contend", o.contend, "busy threads beside a rank: RANK:THREADS, repeatable");
-  app.add_option("--balance", o.balance, "none, migrate or resize")->check(CLI::IsMember({"none", "migrate", "resize"}));
+  app.add_option("--balance", o.balance, "none, migrate, resize or hybrid")
+      ->check(CLI::IsMember({"none", "migrate", "resize", "hybrid"}));
+  app.add_option("--lambda", o.lambda, "hybrid: ms per step that skipping the whole model is worth (inf: never skip)");
   app.add_option("--priority", o.priority, "which units resizing skips first: taylor, norm or random")
       ->check(CLI::IsMember({"taylor", "norm", "random"}));
   app.add_option("--impute", o.impute, "what skipped units contribute: zero or stale (their running mean)")

@@ -1,6 +1,8 @@
 #include "parallel/balancer.h"
 
 #include <chrono>
+#include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "parallel/resize.h"
@@ -16,12 +18,13 @@ Balancer::Balancer(Communicator& comm, Partition initial, UnitCosts costs, CommC
       o_(std::move(o)),
       monitor_(comm.size(), o_.window),
       resizer_(o_.resize) {
-  FLEXTP_CHECK(o_.policy == "none" || o_.policy == "migrate" || o_.policy == "resize", "--balance '", o_.policy,
-               "' is not one of none, migrate, resize");
+  FLEXTP_CHECK(o_.policy == "none" || o_.policy == "migrate" || o_.policy == "resize" || o_.policy == "hybrid",
+               "--balance '", o_.policy, "' is not one of none, migrate, resize, hybrid");
+  FLEXTP_CHECK(o_.lambda >= 0, "--lambda must be >= 0 (inf for never dropping work), got ", o_.lambda);
 }
 
 void Balancer::observe_gradients(const std::vector<Parameter*>& params, int64_t step) {
-  if (o_.policy == "resize") resizer_.observe(params, step);
+  if (o_.policy == "resize" || o_.policy == "hybrid") resizer_.observe(params, step);
 }
 
 std::vector<double> Balancer::units_per_kind(int rank) const {
@@ -40,6 +43,97 @@ double Balancer::work_of(int rank) const {
   return rank_work(partition_, costs_)[rank] - (rank == comm_.rank() ? skipped_work_ : 0.0);
 }
 
+double Balancer::resized_step_ms(const std::vector<double>& speed) const {
+  double total = 0, slowest = 1e300;
+  for (double x : speed) slowest = std::min(slowest, x);
+  for (const auto& [group, owners] : partition_.groups()) {
+    double unit = costs_.work.count(group) ? costs_.work.at(group) : 0.0, worst = 0;
+    for (int r = 0; r < partition_.ranks(); ++r) {
+      double n = 0;
+      for (int o : owners) n += o == r;
+      if (Resizer::resizable(group)) n = std::min<double>(n, resizer_.keep_count(owners, speed, r));
+      worst = std::max(worst, n * unit / speed[r]);
+    }
+    total += worst;
+  }
+  return total + costs_.replicated_work / slowest;
+}
+
+void Balancer::resize(const std::vector<Parameter*>& params, const std::vector<double>& speed) {
+  skipped_ = resizer_.apply(params, partition_, speed, comm_.rank());
+  skipped_work_ = 0;
+  for (const auto& [group, owners] : partition_.groups()) {
+    std::vector<Parameter*> ps = group_parameters(params, group);
+    if (ps.empty()) continue;
+    double unit = costs_.work.count(group) ? costs_.work.at(group) : 0.0;
+    skipped_work_ += unit * static_cast<double>(ps.front()->units.size() - active_units(ps));
+  }
+}
+
+void Balancer::restore(const std::vector<Parameter*>& params) {
+  for (const auto& [group, owners] : partition_.groups()) set_active_units(group_parameters(params, group), -1);
+  skipped_ = 0;
+  skipped_work_ = 0;
+}
+
+BalanceStep Balancer::migrate(const Plan& plan, const std::vector<Parameter*>& params,
+                              const std::vector<std::string>& slots) {
+  BalanceStep out;
+  out.plan = plan;
+  out.choice = "migrate";
+  restore(params);  // every unit travels whole and computes again once balanced
+  auto start = std::chrono::steady_clock::now();
+  out.moved = repartition(params, partition_, plan.target, slots, &comm_, comm_model_.transfer);
+  out.migrate_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  partition_ = plan.target;
+  since_move_ = 0;
+  return out;
+}
+
+BalanceStep Balancer::hybrid(const std::vector<Parameter*>& params, const std::vector<std::string>& slots,
+                             const std::vector<double>& speed) {
+  BalanceStep out;
+  out.plan.target = partition_;
+  double keep_ms = predicted_step_ms(partition_, speed, costs_);
+  out.plan.now_ms = out.plan.after_ms = keep_ms;
+  out.plan.ideal_ms = ideal_step_ms(partition_, speed, costs_);
+  Partition target = balanced_partition(partition_, speed, costs_);
+  double balanced_ms = predicted_step_ms(target, speed, costs_);
+  bool imbalanced = keep_ms > balanced_ms * (1 + o_.planner.min_gain) ||
+                    resized_step_ms(speed) < keep_ms * (1 - o_.planner.min_gain);
+  slow_age_ = imbalanced ? slow_age_ + 1 : 0;
+  if (!imbalanced) {
+    restore(params);
+    return out;
+  }
+  double steps = static_cast<double>(std::min<int64_t>(o_.planner.horizon, std::max<int64_t>(slow_age_, 1)));
+  // The share of importance resizing would skip, averaged over the ranks (all get the same).
+  double mine = resizer_.skipped_importance(params, partition_, speed, comm_.rank());
+  Tensor in = Tensor::from_vector<double>({mine}, {1, 1}), all = Tensor::empty({comm_.size(), 1}, DType::F64);
+  comm_.all_gather(in, all);
+  double accuracy = 0;
+  for (double x : all.to_vector<double>()) accuracy += x / comm_.size();
+  Plan mig = plan_migration(partition_, speed, costs_, comm_model_, {static_cast<int64_t>(steps), 0.0});
+  HybridCosts h;
+  h.keep_ms = keep_ms;
+  h.resize_ms = resized_step_ms(speed);
+  h.skipped_share = accuracy;
+  h.migrate_ms = mig.after_ms;
+  h.transfer_ms = mig.transfer_ms;
+  h.can_migrate = mig.units_moved > 0 && since_move_ >= o_.settle_steps;
+  h.steps = steps;
+  h.lambda = o_.lambda;
+  std::string choice = hybrid_choice(h);
+  if (choice == "migrate") return migrate(mig, params, slots);
+  if (choice == "resize") {
+    resize(params, speed);
+    out.choice = "resize";
+    return out;
+  }
+  restore(params);
+  return out;
+}
+
 BalanceStep Balancer::after_step(double compute_ms, double wait_ms, const std::vector<Parameter*>& params,
                                  const std::vector<std::string>& slots) {
   BalanceStep out;
@@ -50,27 +144,18 @@ BalanceStep Balancer::after_step(double compute_ms, double wait_ms, const std::v
   out.plan.now_ms = predicted_step_ms(partition_, speed, costs_);
   out.plan.ideal_ms = ideal_step_ms(partition_, speed, costs_);
   out.plan.after_ms = out.plan.now_ms;
-  if (o_.policy == "resize" && comm_.size() > 1) {
+  if (comm_.size() == 1) return out;
+  if (o_.policy == "resize") {
     // Resizing reacts at once and moves nothing: every rank sets its own active units.
-    skipped_ = resizer_.apply(params, partition_, speed, comm_.rank());
-    skipped_work_ = 0;
-    for (const auto& [group, owners] : partition_.groups()) {
-      std::vector<Parameter*> ps = group_parameters(params, group);
-      if (ps.empty()) continue;
-      double unit = costs_.work.count(group) ? costs_.work.at(group) : 0.0;
-      skipped_work_ += unit * static_cast<double>(ps.front()->units.size() - active_units(ps));
-    }
+    resize(params, speed);
+    out.choice = skipped_ ? "resize" : "keep";
     return out;
   }
-  if (o_.policy != "migrate" || comm_.size() == 1 || since_move_ < o_.settle_steps) return out;
+  if (o_.policy == "hybrid") return hybrid(params, slots, speed);
+  if (o_.policy != "migrate" || since_move_ < o_.settle_steps) return out;
   out.plan = plan_migration(partition_, speed, costs_, comm_model_, o_.planner);
   if (!out.plan.migrate) return out;
-  auto start = std::chrono::steady_clock::now();
-  out.moved = repartition(params, partition_, out.plan.target, slots, &comm_, comm_model_.transfer);
-  out.migrate_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  partition_ = out.plan.target;
-  since_move_ = 0;
-  return out;
+  return migrate(out.plan, params, slots);
 }
 
 }  // namespace flextp

@@ -1,8 +1,15 @@
 #pragma once
 // The balancing loop of a tensor-parallel run, between two steps: record the monitor, ask the
 // planner, migrate when it says so. Every rank calls it with its own timings and gets the same
-// plan. Policies: none (measure only), migrate (lossless) and resize (skip the least important
-// units of slow ranks; lossy, reversible, nothing moves); the hybrid comes later.
+// plan. Policies: none (measure only), migrate (lossless), resize (skip the least important
+// units of slow ranks; lossy, reversible, nothing moves) and hybrid: over the expected rest of a
+// slowdown (as long again as it has lasted so far, at most the horizon) it compares
+//   keep:    step x steps
+//   resize:  step x steps + lambda x (share of importance skipped) x steps
+//   migrate: step x steps + transfer
+// and takes the cheapest, so a short slowdown is absorbed by resizing and a lasting one is
+// migrated away (the resized units return once the migration has balanced the ranks).
+// lambda = infinity never drops work; lambda = 0 never moves weights.
 #include <string>
 #include <vector>
 
@@ -15,7 +22,8 @@
 namespace flextp {
 
 struct BalanceOptions {
-  std::string policy = "none";  // none | migrate | resize
+  std::string policy = "none";  // none | migrate | resize | hybrid
+  double lambda = 1000;         // hybrid: ms of step time one step of fully skipped model is worth
   ResizeOptions resize;
   PlannerOptions planner;
   int window = 4;             // monitor EMA span, steps
@@ -24,6 +32,7 @@ struct BalanceOptions {
 
 struct BalanceStep {
   Plan plan;
+  std::string choice = "keep";  // keep | migrate | resize (hybrid's pick, or the policy's action)
   RepartitionStats moved;
   double migrate_ms = 0;
 };
@@ -38,6 +47,13 @@ class Balancer {
   const Partition& partition() const { return partition_; }
   const Monitor& monitor() const { return monitor_; }
   const CommCostModel& comm_model() const { return comm_model_; }
+  // Predicted step time when every rank keeps the units resizing would keep at these speeds.
+  double resized_step_ms(const std::vector<double>& speed) const;
+  void resize(const std::vector<Parameter*>& params, const std::vector<double>& speed);
+  void restore(const std::vector<Parameter*>& params);
+  BalanceStep migrate(const Plan& plan, const std::vector<Parameter*>& params, const std::vector<std::string>& slots);
+  BalanceStep hybrid(const std::vector<Parameter*>& params, const std::vector<std::string>& slots,
+                     const std::vector<double>& speed);
   // Units a rank holds per kind (head, mlp, vocab), then how many of them it skips now.
   std::vector<double> units_per_kind(int rank) const;
   double work_of(int rank) const;
@@ -51,6 +67,7 @@ class Balancer {
   Monitor monitor_;
   Resizer resizer_;
   int64_t since_move_ = 0;
+  int64_t slow_age_ = 0;      // steps the ranks have been out of balance
   int64_t skipped_ = 0;       // units this rank skips now
   double skipped_work_ = 0;   // and their work
 };

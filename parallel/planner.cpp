@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "core/error.h"
 
@@ -100,6 +101,16 @@ Plan plan_migration(const Partition& current, const std::vector<double>& speed, 
                  saving >= o.min_gain * plan.now_ms;
   if (!plan.migrate) plan.target = current;
   return plan;
+}
+
+std::string hybrid_choice(const HybridCosts& h) {
+  const double inf = std::numeric_limits<double>::infinity();
+  double keep = h.keep_ms * h.steps;
+  double resize = std::isinf(h.lambda) ? inf : h.resize_ms * h.steps + h.lambda * h.skipped_share * h.steps;
+  double migrate = (h.lambda == 0 || !h.can_migrate) ? inf : h.migrate_ms * h.steps + h.transfer_ms;
+  if (migrate < keep && migrate <= resize) return "migrate";
+  if (resize < keep) return "resize";
+  return "keep";
 }
 
 std::string Plan::str() const {

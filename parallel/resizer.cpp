@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include "core/autograd.h"
@@ -14,12 +15,40 @@
 #include "parallel/unit_rows.h"
 
 namespace flextp {
-namespace {
-bool resizable(const std::string& group) {
+bool Resizer::resizable(const std::string& group) {
   return group.size() > 5 && (group.compare(group.size() - 5, 5, ".head") == 0 ||
                               group.compare(group.size() - 4, 4, ".mlp") == 0);
 }
-}  // namespace
+
+int64_t Resizer::keep_count(const std::vector<int>& owners, const std::vector<double>& speed, int rank) const {
+  // The time the fastest-finishing rank needs for its whole share of this group.
+  std::vector<double> count(speed.size(), 0.0);
+  for (int o : owners) count[o] += 1;
+  double target = 1e300;
+  for (size_t r = 0; r < speed.size(); ++r)
+    if (count[r] > 0) target = std::min(target, count[r] / speed[r]);
+  int64_t n = static_cast<int64_t>(count[rank]);
+  return std::min<int64_t>(n, static_cast<int64_t>(std::floor(target * speed[rank] * (1 + o_.tolerance))));
+}
+
+double Resizer::skipped_importance(const std::vector<Parameter*>& params, const Partition& partition,
+                                   const std::vector<double>& speed, int rank) const {
+  double skipped = 0, total = 0;
+  for (const auto& [group, owners] : partition.groups()) {
+    if (!resizable(group)) continue;
+    std::vector<Parameter*> ps = group_parameters(params, group);
+    if (ps.empty()) continue;
+    std::vector<double> imp;
+    for (int64_t u : ps.front()->units) imp.push_back(importance(group, u));
+    std::sort(imp.begin(), imp.end(), std::greater<double>());
+    int64_t keep = keep_count(owners, speed, rank);
+    for (size_t i = 0; i < imp.size(); ++i) {
+      total += imp[i];
+      if (static_cast<int64_t>(i) >= keep) skipped += imp[i];
+    }
+  }
+  return total > 0 ? skipped / total : 0.0;
+}
 
 Resizer::Resizer(ResizeOptions o) : o_(std::move(o)) {
   FLEXTP_CHECK(o_.priority == "taylor" || o_.priority == "norm" || o_.priority == "random", "--priority '",
@@ -78,14 +107,8 @@ int64_t Resizer::apply(const std::vector<Parameter*>& params, const Partition& p
     if (!resizable(group)) continue;
     std::vector<Parameter*> ps = group_parameters(params, group);
     if (ps.empty()) continue;
-    // The time the fastest-finishing rank needs for its whole share of this group.
-    std::vector<double> count(partition.ranks(), 0.0);
-    for (int o : owners) count[o] += 1;
-    double target = 1e300;
-    for (int r = 0; r < partition.ranks(); ++r)
-      if (count[r] > 0) target = std::min(target, count[r] / speed[r]);
     int64_t n = static_cast<int64_t>(ps.front()->units.size());
-    int64_t keep = std::min<int64_t>(n, static_cast<int64_t>(std::floor(target * speed[rank] * (1 + o_.tolerance))));
+    int64_t keep = std::min(n, keep_count(owners, speed, rank));
     if (keep >= n) {
       set_active_units(ps, -1);
       continue;

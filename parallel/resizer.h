@@ -31,6 +31,13 @@ class Resizer {
                 const std::vector<double>& speed, int rank);
   // Running importance of a unit of a group (0 when never seen).
   double importance(const std::string& group, int64_t unit) const;
+  // Units of a group that `rank` keeps at these speeds (the group's owner list; all ranks agree).
+  int64_t keep_count(const std::vector<int>& owners, const std::vector<double>& speed, int rank) const;
+  // The share of this rank's importance (over its head and MLP units) that resizing at these
+  // speeds would skip: 0 when it skips nothing, 1 when everything.
+  double skipped_importance(const std::vector<Parameter*>& params, const Partition& partition,
+                            const std::vector<double>& speed, int rank) const;
+  static bool resizable(const std::string& group);
 
  private:
   ResizeOptions o_;

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 using namespace flextp;
 
@@ -196,4 +197,31 @@ TEST_CASE("alpha-beta fits recover latency and bandwidth, and --comm forces a ch
   apply_comm_choice(m, "alltoallv");
   CHECK(m.transfer == TransferMethod::AllToAllV);
   CHECK_THROWS_WITH_AS(apply_comm_choice(m, "smoke"), doctest::Contains("--comm 'smoke'"), Error);
+}
+
+TEST_CASE("hybrid: a blip is resized, a lasting slowdown migrated; lambda's extremes") {
+  HybridCosts h;
+  h.keep_ms = 200;      // the even split with one rank slow
+  h.resize_ms = 110;    // skipping units on the slow rank
+  h.skipped_share = 0.1;
+  h.migrate_ms = 100;   // balanced by migration (no unit skipped, so faster than resizing)
+  h.transfer_ms = 400;  // paid once
+  h.can_migrate = true;
+  h.lambda = 100;       // 0.1 skipped is worth 10 ms per step
+  h.steps = 1;          // just started: resize (110 + 10 < 200 keep, < 100 + 400 migrate)
+  CHECK(hybrid_choice(h) == "resize");
+  h.steps = 40;         // has lasted 40 steps: migrate (100 x 40 + 400 < 120 x 40)
+  CHECK(hybrid_choice(h) == "migrate");
+  h.lambda = std::numeric_limits<double>::infinity();  // never drop work
+  h.steps = 1;
+  CHECK(hybrid_choice(h) == "keep");
+  h.steps = 40;
+  CHECK(hybrid_choice(h) == "migrate");
+  h.lambda = 0;  // never move weights
+  CHECK(hybrid_choice(h) == "resize");
+  h.can_migrate = false;
+  h.lambda = 100;
+  CHECK(hybrid_choice(h) == "resize");
+  h.resize_ms = 210;  // resizing would not even help
+  CHECK(hybrid_choice(h) == "keep");
 }
