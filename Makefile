@@ -16,11 +16,12 @@ endif
 .PHONY: all deps configure build test train bench clean
 
 # The main job: the default byte-level GPT on the default corpus (Debian's fortunes), on two
-# tensor-parallel ranks (one per core) that rebalance by migration when one slows down.
+# tensor-parallel ranks (one per core) balanced by the hybrid policy (resize at once, migrate
+# what lasts) at its default lambda.
 TRAIN_RANKS ?= 2
 MPIRUN ?= mpirun --oversubscribe --allow-run-as-root --bind-to none --mca btl self,vader \
           --mca btl_vader_single_copy_mechanism none -x OMP_NUM_THREADS=1
-TRAIN_ARGS ?= --balance migrate --save runs/default/model.safetensors \
+TRAIN_ARGS ?= --balance hybrid --save runs/default/model.safetensors \
               --metrics runs/default/metrics.jsonl --sample 400
 
 all: build
@@ -47,6 +48,7 @@ bench: build
 	./$(BUILD_DIR)/bench_train_throughput
 	./$(BUILD_DIR)/bench_tp_scaling
 	python3 bench/hetero.py --ranks 2,4
+	python3 bench/tradeoff.py
 	./$(BUILD_DIR)/bench_simulate
 
 clean:

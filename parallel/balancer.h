@@ -23,7 +23,7 @@ namespace flextp {
 
 struct BalanceOptions {
   std::string policy = "none";  // none | migrate | resize | hybrid
-  double lambda = 1000;         // hybrid: ms of step time one step of fully skipped model is worth
+  double lambda = 30;           // hybrid: ms of step time one step of fully skipped model is worth
   ResizeOptions resize;
   PlannerOptions planner;
   int window = 4;             // monitor EMA span, steps

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""bench/tradeoff: the accuracy/speed trade-off of the balancing policies. On 2 ranks with rank 1
+slowed 2x from step 20 (and on a trace with a transient and a persistent slowdown), trains the
+default model for a fixed number of steps with: no straggler; even split; migrate; resize (zero
+and stale imputation, each priority); hybrid at several lambda. Prints wall time, median step
+time, final validation loss and its gap to the no-straggler run, the validation loss every run
+reaches within the same wall-time budget, and which lambda is best at equal wall time; plots
+validation loss against wall time (docs/tradeoff.png).
+
+usage: bench/tradeoff.py [--steps 150] [--build build] [--out docs]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+
+MPIRUN = ["mpirun", "--oversubscribe", "--allow-run-as-root", "--bind-to", "none",
+          "--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none",
+          "-np", "2", "-x", "OMP_NUM_THREADS=1"]
+
+
+def train(build, steps, extra, path):
+    cmd = MPIRUN + [os.path.join(build, "train"), "--steps", str(steps), "--eval-every", "25",
+                    "--eval-batches", "4", "--log-every", "1000", "--warmup", "20", "--metrics", path] + extra
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    rows = [json.loads(line) for line in open(path)]
+    wall, curve = 0.0, []
+    for r in rows:
+        wall += r["ms"] / 1000
+        if "val_loss" in r:
+            curve.append((wall, r["val_loss"]))
+    return dict(wall=wall, median_ms=statistics.median(r["ms"] for r in rows), val=curve[-1][1], curve=curve)
+
+
+def loss_at(curve, budget):
+    """Validation loss reached within `budget` seconds: the last evaluation before it."""
+    best = curve[0][1]
+    for t, v in curve:
+        if t <= budget:
+            best = v
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--out", default="docs")
+    ap.add_argument("--lambdas", default="0,30,300,3000,inf")
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="flextp-tradeoff-")
+    slow = ["--straggler", "1:2:20"]
+    runs = [("no straggler", []), ("even split", slow + ["--balance", "none"]),
+            ("migrate", slow + ["--balance", "migrate"])]
+    for impute in ["zero", "stale"]:
+        for prio in ["taylor", "norm", "random"]:
+            if impute == "stale" and prio != "taylor":
+                continue
+            runs.append((f"resize {impute} {prio}", slow + ["--balance", "resize", "--impute", impute, "--priority", prio]))
+    for lam in a.lambdas.split(","):
+        runs.append((f"hybrid lambda {lam}", slow + ["--balance", "hybrid", "--lambda", lam]))
+    trace = os.path.join(work, "trace.csv")
+    with open(trace, "w") as f:  # a 6-step blip at 20, then a lasting slowdown from 70
+        f.write("step,rank0,rank1\n0,1,1\n20,1,2\n26,1,1\n70,1,2\n")
+    trace_runs = [(f"trace: {name}", ["--straggler-trace", trace, "--balance", pol])
+                  for name, pol in [("even split", "none"), ("migrate", "migrate"), ("resize", "resize"), ("hybrid", "hybrid")]]
+    results = {}
+    for name, extra in runs + trace_runs:
+        results[name] = train(a.build, a.steps, extra, os.path.join(work, name.replace(" ", "_").replace(":", "") + ".jsonl"))
+    base = results["no straggler"]["val"]
+    budget = min(r["wall"] for n, r in results.items() if not n.startswith("trace") and n != "no straggler")
+    print(f"flextp bench/tradeoff: default model, 2 ranks, {a.steps} steps, rank 1 slowed 2x from step 20 "
+          f"(trace: 2x over steps 20-25 and from 70)")
+    print(f"{'policy':<24} {'wall s':>7} {'ms/step':>8} {'val loss':>9} {'gap':>7} {'val @ ' + format(budget, '.0f') + ' s':>11}")
+    for name, r in results.items():
+        print(f"{name:<24} {r['wall']:>7.1f} {r['median_ms']:>8.1f} {r['val']:>9.4f} {100 * (r['val'] / base - 1):>6.2f}% "
+              f"{loss_at(r['curve'], budget):>11.4f}")
+    hybrids = {n: r for n, r in results.items() if n.startswith("hybrid")}
+    best = min(hybrids, key=lambda n: loss_at(hybrids[n]["curve"], budget))
+    print(f"best lambda at equal wall time ({budget:.0f} s): {best.split()[-1]}")
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "tradeoff.json"), "w") as f:
+        json.dump({"results": results, "budget_s": budget, "best_lambda": best.split()[-1]}, f, indent=1)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not found (apt-get install python3-matplotlib): no plot")
+        return
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    for name, r in results.items():
+        if name.startswith("trace"):
+            continue
+        xs, ys = zip(*r["curve"])
+        ax.plot(xs, ys, "-o", ms=3, label=name, lw=2.2 if name == best else 1)
+    ax.axvline(budget, color="grey", lw=0.8)
+    ax.set_xlabel("wall time (s)")
+    ax.set_ylabel("validation loss")
+    ax.set_title(f"one of 2 ranks slowed 2x: validation loss against wall time (best lambda {best.split()[-1]})")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.out, "tradeoff.png"), dpi=110)
+    print(f"plot: {os.path.join(a.out, 'tradeoff.png')}")
+
+
+if __name__ == "__main__":
+    main()
