@@ -16,12 +16,11 @@ endif
 .PHONY: all deps configure build test train bench clean
 
 # The main job: the default byte-level GPT on the default corpus (Debian's fortunes), on two
-# tensor-parallel ranks (one per core) balanced by the hybrid policy (resize at once, migrate
-# what lasts) at its default lambda.
+# tensor-parallel ranks (one per core) that rebalance by migration (lossless) when one slows down.
 TRAIN_RANKS ?= 2
 MPIRUN ?= mpirun --oversubscribe --allow-run-as-root --bind-to none --mca btl self,vader \
           --mca btl_vader_single_copy_mechanism none -x OMP_NUM_THREADS=1
-TRAIN_ARGS ?= --balance hybrid --save runs/default/model.safetensors \
+TRAIN_ARGS ?= --balance migrate --save runs/default/model.safetensors \
               --metrics runs/default/metrics.jsonl --sample 400
 
 all: build
