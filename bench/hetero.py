@@ -12,23 +12,18 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
-MPIRUN = ["mpirun", "--oversubscribe", "--allow-run-as-root", "--bind-to", "none",
-          "--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none"]
+from flextp_runs import train
+
 ONSET = 10
 
 
 def run(build, ranks, steps, extra, workdir, name):
-    metrics = os.path.join(workdir, f"{name}.jsonl")
-    cmd = MPIRUN + ["-np", str(ranks), "-x", "OMP_NUM_THREADS=1", os.path.join(build, "train"),
-                    "--steps", str(steps), "--eval-every", "0", "--eval-batches", "1",
-                    "--log-every", "1000", "--batch", "16", "--metrics", metrics] + extra
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    with open(metrics) as f:
-        return [json.loads(line) for line in f]
+    args = ["--steps", str(steps), "--eval-every", "0", "--eval-batches", "1", "--log-every", "1000",
+            "--batch", "16"] + extra
+    return train(build, ranks, args, os.path.join(workdir, f"{name}.jsonl"))
 
 
 def median_ms(rows, start):

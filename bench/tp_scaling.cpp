@@ -14,17 +14,16 @@
 #include "optim/optimizer.h"
 #include "parallel/mpi_communicator.h"
 #include "parallel/repartition.h"
-#include "parallel/timed_communicator.h"
+#include "parallel/straggler.h"
 
 using namespace flextp;
 
 namespace {
 
 int worker(int steps) {
-  Communicator* comm_ptr = nullptr;
   std::unique_ptr<Communicator> base = make_mpi_communicator();
-  TimedCommunicator comm(*base);
-  comm_ptr = &comm;
+  StepClock comm(*base, SlowdownSchedule());  // measures the time spent inside collectives
+  Communicator* comm_ptr = &comm;
   GPTConfig c;  // the default model: 4 layers, 4 heads, n_embd 128, byte vocabulary
   Partition part = Partition::even(unit_groups(c), comm.size());
   GPT model(c, LocalUnits::of_rank(c, part, comm.rank()), comm_ptr);
@@ -41,13 +40,14 @@ int worker(int steps) {
   for (int i = 0; i < 3; ++i) step();
   std::vector<double> times, comm_share;
   for (int i = 0; i < steps; ++i) {
-    comm.reset();
-    comm.barrier();
+    comm.untimed().barrier();
+    comm.begin_step(i);
     double t0 = bench::now_ms();
     step();
+    comm.end_segment();
     double ms = bench::now_ms() - t0;
     times.push_back(ms);
-    comm_share.push_back(comm.total_seconds() * 1000 / ms);
+    comm_share.push_back(comm.wait_ms() / ms);
   }
   std::sort(times.begin(), times.end());
   std::sort(comm_share.begin(), comm_share.end());

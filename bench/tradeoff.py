@@ -13,19 +13,15 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import tempfile
 
-MPIRUN = ["mpirun", "--oversubscribe", "--allow-run-as-root", "--bind-to", "none",
-          "--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none",
-          "-np", "2", "-x", "OMP_NUM_THREADS=1"]
+import flextp_runs
 
 
 def train(build, steps, extra, path):
-    cmd = MPIRUN + [os.path.join(build, "train"), "--steps", str(steps), "--eval-every", "25",
-                    "--eval-batches", "4", "--log-every", "1000", "--warmup", "20", "--metrics", path] + extra
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    rows = [json.loads(line) for line in open(path)]
+    args = ["--steps", str(steps), "--eval-every", "25", "--eval-batches", "4", "--log-every", "1000",
+            "--warmup", "20"] + extra
+    rows = flextp_runs.train(build, 2, args, path)
     wall, curve = 0.0, []
     for r in rows:
         wall += r["ms"] / 1000

@@ -1,0 +1,17 @@
+"""Shared by the benchmark drivers: runs build/train on 2 or more ranks under mpirun and reads its
+metrics file."""
+import json
+import os
+import subprocess
+
+MPIRUN = ["mpirun", "--oversubscribe", "--allow-run-as-root", "--bind-to", "none",
+          "--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none"]
+
+
+def train(build, ranks, args, metrics):
+    """Runs train with one thread per rank and returns its metrics, one dict per step."""
+    cmd = MPIRUN + ["-np", str(ranks), "-x", "OMP_NUM_THREADS=1", os.path.join(build, "train"),
+                    "--metrics", metrics] + args
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with open(metrics) as f:
+        return [json.loads(line) for line in f]
