@@ -8,6 +8,18 @@ MPIRUN = ["mpirun", "--oversubscribe", "--allow-run-as-root", "--bind-to", "none
           "--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none"]
 
 
+def pyplot():
+    """matplotlib's pyplot drawing to files, or None (with a hint) when it is not installed."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        return plt
+    except ImportError:
+        print("matplotlib not found (apt-get install python3-matplotlib): no plot")
+        return None
+
+
 def train(build, ranks, args, metrics):
     """Runs train with one thread per rank and returns its metrics, one dict per step."""
     cmd = MPIRUN + ["-np", str(ranks), "-x", "OMP_NUM_THREADS=1", os.path.join(build, "train"),

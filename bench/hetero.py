@@ -15,6 +15,7 @@ import statistics
 import sys
 import tempfile
 
+import flextp_runs
 from flextp_runs import train
 
 ONSET = 10
@@ -82,12 +83,8 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "hetero.json"), "w") as f:
         json.dump(results, f, indent=1)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not found (apt-get install python3-matplotlib): no plot")
+    plt = flextp_runs.pyplot()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(9, 5))
     for name, ys in curves.items():

@@ -79,12 +79,8 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "tradeoff.json"), "w") as f:
         json.dump({"results": results, "budget_s": budget, "best_lambda": best.split()[-1]}, f, indent=1)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not found (apt-get install python3-matplotlib): no plot")
+    plt = flextp_runs.pyplot()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(9, 5.5))
     for name, r in results.items():

@@ -62,10 +62,6 @@ class CachingAllocator {
     return stats_;
   }
 
-  void reset_peak() {
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.peak_in_use = stats_.in_use;
-  }
 
  private:
   void* system_alloc(size_t size) {
@@ -110,6 +106,5 @@ void* device_alloc(Device d, size_t bytes) { return allocator_for(d).alloc(bytes
 void device_free(Device d, void* p, size_t bytes) { allocator_for(d).free(p, bytes); }
 void empty_cache(Device d) { allocator_for(d).release_cache(); }
 AllocatorStats allocator_stats(Device d) { return allocator_for(d).stats(); }
-void reset_peak_stats(Device d) { allocator_for(d).reset_peak(); }
 
 }  // namespace flextp

@@ -19,6 +19,5 @@ void device_free(Device d, void* p, size_t bytes);
 // Returns cached blocks of this device to the system.
 void empty_cache(Device d);
 AllocatorStats allocator_stats(Device d);
-void reset_peak_stats(Device d);
 
 }  // namespace flextp

@@ -27,7 +27,6 @@ class GPT : public Module {
   // This rank's logits [B, T, Vl]: its vocabulary rows, in local order.
   Tensor local_logits(const Tensor& ids) const;
   VocabLayout vocab_layout() const;
-  Communicator* communicator() const { return comm_; }
 
   // Dropout is active only in training mode, with masks that change with the step.
   void set_training(bool training) { training_ = training; }

@@ -30,8 +30,6 @@ class Monitor {
   const std::vector<RankRow>& table() const { return rows_; }
   std::vector<double> speeds() const;
   int64_t samples() const { return samples_; }
-  // Forget the speeds (after the work moved, old speeds per work stay valid; kept for tests).
-  void reset() { samples_ = 0; }
   std::string str() const;  // one line per rank, for logs
 
  private:
