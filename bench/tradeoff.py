@@ -27,7 +27,22 @@ def train(build, steps, extra, path):
         wall += r["ms"] / 1000
         if "val_loss" in r:
             curve.append((wall, r["val_loss"]))
-    return dict(wall=wall, median_ms=statistics.median(r["ms"] for r in rows), val=curve[-1][1], curve=curve)
+    skipped = [sum(rank["units"][-1] for rank in r["ranks"]) for r in rows]
+    return dict(wall=wall, median_ms=statistics.median(r["ms"] for r in rows), val=curve[-1][1], curve=curve,
+                skipped_unit_steps=sum(skipped), plans=[(r["step"], r["plan"], s, r["moved_bytes"]) for r, s in zip(rows, skipped)])
+
+
+def phases(plans, spans):
+    """What a run did in each span of steps: steps resized, migrations and the first of each."""
+    out = []
+    for name, lo, hi in spans:
+        inside = [p for p in plans if lo <= p[0] <= hi]
+        resized = [p[0] for p in inside if p[2] > 0]
+        moved = [p[0] for p in inside if p[3] > 0]
+        out.append(f"{name} (steps {lo}-{hi}): resized {len(resized)} steps"
+                   f"{' from ' + str(resized[0]) if resized else ''}, migrated {len(moved)}x"
+                   f"{' at ' + ','.join(map(str, moved)) if moved else ''}")
+    return out
 
 
 def loss_at(curve, budget):
@@ -73,6 +88,15 @@ def main():
     for name, r in results.items():
         print(f"{name:<24} {r['wall']:>7.1f} {r['median_ms']:>8.1f} {r['val']:>9.4f} {100 * (r['val'] / base - 1):>6.2f}% "
               f"{loss_at(r['curve'], budget):>11.4f}")
+    # Steps are counted from 1 in the metrics: the slowdown at step index 20 is step 21 there.
+    resizes = {n: r for n, r in results.items() if n.startswith("resize")}
+    print("equal skipped units, different priorities: " +
+          ", ".join(f"{n.split(' ', 1)[1]} {r['skipped_unit_steps']:.0f} unit-steps -> {r['val']:.4f}" for n, r in resizes.items()))
+    for line in phases(results["resize zero taylor"]["plans"], [("2x from 21", 21, 25)]):
+        print("resize zero taylor: " + line)
+    for name in ["trace: hybrid", "trace: resize", "trace: migrate"]:
+        for line in phases(results[name]["plans"], [("blip", 21, 32), ("lasting", 71, a.steps)]):
+            print(f"{name}: {line}")
     hybrids = {n: r for n, r in results.items() if n.startswith("hybrid")}
     best = min(hybrids, key=lambda n: loss_at(hybrids[n]["curve"], budget))
     print(f"best lambda at equal wall time ({budget:.0f} s): {best.split()[-1]}")

@@ -146,12 +146,13 @@ BalanceStep Balancer::after_step(double compute_ms, double wait_ms, const std::v
   out.plan.after_ms = out.plan.now_ms;
   if (comm_.size() == 1) return out;
   if (o_.policy == "resize") {
-    // Resizing reacts at once and moves nothing: every rank sets its own active units.
-    resize(params, speed);
+    // Resizing reacts at once and moves nothing: every rank sets its own active units from the
+    // last step's speeds, so a slowdown is absorbed from the next step on.
+    resize(params, monitor_.fast_speeds());
     out.choice = skipped_ ? "resize" : "keep";
     return out;
   }
-  if (o_.policy == "hybrid") return hybrid(params, slots, speed);
+  if (o_.policy == "hybrid") return hybrid(params, slots, monitor_.fast_speeds());
   if (o_.policy != "migrate" || since_move_ < o_.settle_steps) return out;
   out.plan = plan_migration(partition_, speed, costs_, comm_model_, o_.planner);
   if (!out.plan.migrate) return out;

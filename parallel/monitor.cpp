@@ -43,6 +43,15 @@ std::vector<double> Monitor::speeds() const {
   return s;
 }
 
+std::vector<double> Monitor::fast_speeds() const {
+  std::vector<double> s;
+  for (const RankRow& r : rows_) {
+    bool off = r.last_raw > r.speed * (1 + jump_) || r.last_raw < r.speed * (1 - jump_);
+    s.push_back(off && r.last_raw > 0 ? r.last_raw : r.speed);
+  }
+  return s;
+}
+
 std::string Monitor::str() const {
   std::string out;
   char line[256];

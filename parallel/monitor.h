@@ -6,7 +6,7 @@
 // not trigger moves. A change that persists (two samples in a row off the average by more than
 // `jump`, the same way) replaces the average at once: a lasting slowdown is seen in two steps,
 // a one-step blip is not. Every rank then holds identical numbers: the planner needs no
-// coordinator.
+// coordinator. Resizing, which costs nothing to undo, may act on one sample (fast_speeds).
 #include <string>
 #include <vector>
 
@@ -29,6 +29,9 @@ class Monitor {
               const std::vector<double>& units_per_kind);
   const std::vector<RankRow>& table() const { return rows_; }
   std::vector<double> speeds() const;
+  // For decisions that are cheap to undo (resizing): the last sample where it is off the
+  // average by more than `jump`, the average otherwise. A slowdown is seen after one step.
+  std::vector<double> fast_speeds() const;
   int64_t samples() const { return samples_; }
   std::string str() const;  // one line per rank, for logs
 

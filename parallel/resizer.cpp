@@ -28,7 +28,10 @@ int64_t Resizer::keep_count(const std::vector<int>& owners, const std::vector<do
   for (size_t r = 0; r < speed.size(); ++r)
     if (count[r] > 0) target = std::min(target, count[r] / speed[r]);
   int64_t n = static_cast<int64_t>(count[rank]);
-  return std::min<int64_t>(n, static_cast<int64_t>(std::floor(target * speed[rank] * (1 + o_.tolerance))));
+  // A dead band: a rank that would finish within the tolerance keeps everything, so that the
+  // noise of a shared machine does not drop work; one beyond it shrinks to the target itself.
+  if (n == 0 || count[rank] / speed[rank] <= target * (1 + o_.tolerance)) return n;
+  return std::min<int64_t>(n, static_cast<int64_t>(std::floor(target * speed[rank] + 1e-9)));
 }
 
 double Resizer::skipped_importance(const std::vector<Parameter*>& params, const Partition& partition,
@@ -100,6 +103,27 @@ double Resizer::importance(const std::string& group, int64_t unit) const {
   return u == g->second.end() ? 0.0 : u->second;
 }
 
+void Resizer::keep_most_important(const std::vector<Parameter*>& ps, const std::string& group, int64_t keep) const {
+  const std::vector<int64_t>& units = ps.front()->units;
+  int64_t n = static_cast<int64_t>(units.size());
+  if (keep >= n) {
+    set_active_units(ps, -1);
+    return;
+  }
+  std::vector<int64_t> order = units;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return importance(group, a) > importance(group, b); });
+  std::set<int64_t> want(order.begin(), order.begin() + keep);
+  // Keep the current order of the units that stay, so that nothing moves needlessly.
+  std::vector<int64_t> next;
+  for (int64_t u : units)
+    if (want.count(u)) next.push_back(u);
+  for (int64_t u : units)
+    if (!want.count(u)) next.push_back(u);
+  if (next != units) reorder_units(ps, next);
+  set_active_units(ps, keep);
+}
+
 int64_t Resizer::apply(const std::vector<Parameter*>& params, const Partition& partition,
                        const std::vector<double>& speed, int rank) {
   int64_t skipped = 0;
@@ -109,27 +133,7 @@ int64_t Resizer::apply(const std::vector<Parameter*>& params, const Partition& p
     if (ps.empty()) continue;
     int64_t n = static_cast<int64_t>(ps.front()->units.size());
     int64_t keep = std::min(n, keep_count(owners, speed, rank));
-    if (keep >= n) {
-      set_active_units(ps, -1);
-      continue;
-    }
-    // Most important first; the skipped ones are the tail.
-    std::vector<int64_t> order = ps.front()->units;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return importance(group, a) > importance(group, b); });
-    std::set<int64_t> want(order.begin(), order.begin() + keep), have;
-    int64_t active_now = active_units(ps);
-    for (int64_t i = 0; i < active_now && i < n; ++i) have.insert(ps.front()->units[i]);
-    if (want != have || active_now != keep) {
-      // Keep the current order of the units that stay, so that nothing moves needlessly.
-      std::vector<int64_t> next;
-      for (int64_t u : ps.front()->units)
-        if (want.count(u)) next.push_back(u);
-      for (int64_t u : ps.front()->units)
-        if (!want.count(u)) next.push_back(u);
-      if (next != ps.front()->units) reorder_units(ps, next);
-    }
-    set_active_units(ps, keep);
+    keep_most_important(ps, group, keep);
     skipped += n - keep;
   }
   return skipped;

@@ -16,7 +16,7 @@ namespace flextp {
 struct ResizeOptions {
   std::string priority = "taylor";  // taylor | norm | random
   double smoothing = 0.9;           // weight of the old score in the running average
-  double tolerance = 0.1;           // a rank within 10% of the target time keeps all its units
+  double tolerance = 0.25;          // a rank within 25% of the target time keeps all its units
   uint64_t seed = 0;
 };
 
@@ -29,6 +29,10 @@ class Resizer {
   // number of units skipped.
   int64_t apply(const std::vector<Parameter*>& params, const Partition& partition,
                 const std::vector<double>& speed, int rank);
+  // Makes the `keep` most important local units of a group its active ones (active-first order,
+  // moving rows only when the set changes); the rest are skipped.
+  void keep_most_important(const std::vector<Parameter*>& group_params, const std::string& group,
+                           int64_t keep) const;
   // Running importance of a unit of a group (0 when never seen).
   double importance(const std::string& group, int64_t unit) const;
   // Units of a group that `rank` keeps at these speeds (the group's owner list; all ranks agree).

@@ -184,6 +184,14 @@ TEST_CASE("the monitor smooths speeds and gives every rank the table") {
   j.record(*single, 40.0, 0, 100.0, {1, 1, 1});  // a lasting slowdown: 2.5 work/ms...
   j.record(*single, 40.0, 0, 100.0, {1, 1, 1});  // ...seen twice: taken as it is
   CHECK(j.speeds()[0] == doctest::Approx(2.5));
+  // Resizing acts on a single sample that is off by more than the jump, not on a small wobble.
+  j.record(*single, 20.0, 0, 100.0, {1, 1, 1});  // 5 work/ms: back to fast for one step
+  CHECK(j.fast_speeds()[0] == doctest::Approx(5.0));
+  CHECK(j.speeds()[0] < 4.0);
+  Monitor w(1, 3, 0.25);
+  for (int i = 0; i < 3; ++i) w.record(*single, 10.0, 0, 100.0, {1, 1, 1});
+  w.record(*single, 11.0, 0, 100.0, {1, 1, 1});  // 9 % slower: noise
+  CHECK(w.fast_speeds()[0] == doctest::Approx(w.speeds()[0]));
   CHECK_THROWS_WITH_AS(Monitor(1, 0), doctest::Contains("window"), Error);
 }
 

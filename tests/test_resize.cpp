@@ -114,12 +114,12 @@ TEST_CASE("the resizer skips the least important units of a slow rank, and resto
   Resizer r(o);
   r.observe(params, 0);
   CHECK(r.importance("h.0.head", 2) < r.importance("h.0.head", 0));
-  // Rank 1 at half speed: the fast rank holds 2 heads (time 2), so rank 1 keeps floor(2 * 0.5 * 1.1) = 1.
-  // Here this process holds all 4 heads as rank 0 would; ask for rank 0 at half speed instead.
+  // Here this process holds all 4 heads as rank 0 would; ask for rank 0 at half speed.
   int64_t skipped = r.apply(params, Partition::even(unit_groups(c), 1), {1.0}, 0);
   CHECK(skipped == 0);  // alone, nothing to wait for
   Partition two = Partition::even(unit_groups(c), 2);
-  // Speeds [0.5, 1]: rank 0 (4 heads here stand for its share) keeps floor(2 / 1 * 0.5 * 1.1) = 1 of its units.
+  // Speeds [0.5, 1], 2 heads each: rank 0 needs 4 time units where rank 1 needs 2 (beyond the 25%
+  // dead band), so it keeps floor(2 * 0.5) = 1 of its units.
   std::vector<int> half(c.n_head, 0);
   for (int64_t u = 0; u < c.n_head; ++u) half[u] = u < c.n_head / 2 ? 0 : 1;
   two.set_owners("h.0.head", half);
@@ -133,6 +133,10 @@ TEST_CASE("the resizer skips the least important units of a slow rank, and resto
   // Nobody to wait for any more: everything comes back.
   r.apply(params, Partition::even(unit_groups(c), 1), {1.0}, 0);
   CHECK(active_units(heads) == 4);
+  // Within the dead band (a rank 20% slow, the noise of a shared machine) nothing is skipped.
+  CHECK(r.keep_count({0, 0, 0, 0, 1, 1, 1, 1}, {0.8, 1.0}, 0) == 4);
+  CHECK(r.keep_count({0, 0, 0, 0, 1, 1, 1, 1}, {0.7, 1.0}, 0) == 2);  // 4 / 0.7 > 4 x 1.25: floor(4 x 0.7)
+  CHECK(r.keep_count({0, 0, 0, 0, 1, 1, 1, 1}, {0.7, 1.0}, 1) == 4);
   CHECK_THROWS_WITH_AS(Resizer(ResizeOptions{"loud"}), doctest::Contains("--priority 'loud'"), Error);
 }
 
