@@ -3,7 +3,9 @@
 // README. Reading order: README -> this file -> nn/gpt.h -> nn/attention.h, nn/mlp.h -> core/.
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -11,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/timer.h"
+#include "train_faults.h"
 #include "train_options.h"
+#include "train_progress.h"
 #include "core/autograd.h"
 #include "data/batches.h"
 #include "data/token_files.h"
@@ -55,6 +59,10 @@ GPTConfig model_config(const TrainOptions& o, const Tokenizer& tok, const CLI::A
   GPTConfig c;
   if (!o.load.empty()) {  // the checkpoint decides; flags given explicitly must agree
     c = read_checkpoint_config(o.load);
+    std::map<std::string, std::string> extra = read_checkpoint_extra(o.load);
+    auto was = extra.find("tokenizer");
+    FLEXTP_CHECK(was == extra.end() || was->second == tok.name(), o.load, " was trained with --tokenizer ",
+                 was->second, ", not ", tok.name());
     for (auto [flag, value, saved] : {std::tuple{"--n-layer", o.n_layer, c.n_layer},
                                       {"--n-head", o.n_head, c.n_head}, {"--n-embd", o.n_embd, c.n_embd},
                                       {"--vocab", o.vocab, c.vocab_size},
@@ -108,6 +116,28 @@ std::string periodic_path(const std::string& path, int64_t step) {
   char tag[32];
   std::snprintf(tag, sizeof tag, "-step%06lld", (long long)step);
   return path.substr(0, dot) + tag + path.substr(dot);
+}
+
+// --keep-last: removes all but the newest `keep` periodic checkpoints of `path` (and their state).
+void remove_old_checkpoints(const std::string& path, int64_t keep) {
+  namespace fs = std::filesystem;
+  std::string probe = periodic_path(path, 0);  // .../m-step000000.safetensors
+  size_t tag = probe.find("-step000000");
+  std::string head = fs::path(probe.substr(0, tag)).filename().string(), tail = probe.substr(tag + 11);
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (name.size() == head.size() + 11 + tail.size() && name.compare(0, head.size(), head) == 0 &&
+        name.compare(head.size(), 5, "-step") == 0 && name.compare(name.size() - tail.size(), tail.size(), tail) == 0 &&
+        name.find_first_not_of("0123456789", head.size() + 5) == head.size() + 11)
+      found.push_back(e.path().string());
+  }
+  std::sort(found.begin(), found.end());  // zero-padded steps sort in time order
+  for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i)
+    for (const std::string& f : {found[i], found[i] + ".state", found[i] + ".state.next"}) fs::remove(f, ec);
 }
 
 Partition initial_partition(const TrainOptions& o, const GPTConfig& c, int ranks) {
@@ -172,7 +202,8 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world) {
   auto say = [lead](const char* fmt, auto... args) {
     if (lead) std::printf(fmt, args...);
   };
-  ByteTokenizer tok;
+  std::unique_ptr<Tokenizer> tokenizer = make_tokenizer(o.tokenizer, o.tokenizer_dir);
+  const Tokenizer& tok = *tokenizer;
   std::vector<int32_t> all = o.data.empty() ? tok.encode(default_corpus_text()) : load_tokens(o.data, tok);
   std::vector<int32_t> train_tokens, val_tokens;
   if (o.val_data.empty())
@@ -207,7 +238,11 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world) {
   }
 
   int64_t start = 0;
-  if (!o.load.empty()) start = load_checkpoint(o.load, model, opt.get(), &comm).step;
+  if (!o.load.empty()) {
+    start = load_checkpoint(o.load, model, opt.get(), &comm).step;
+  }
+  if (!o.fault_kill.empty()) check_fault_spec("--fault-kill", o.fault_kill, comm.size());
+  if (!o.fault_hang.empty()) check_fault_spec("--fault-hang", o.fault_hang, comm.size());
   BatchSampler sampler(&train_tokens, o.batch, o.seq_len, o.seed);
   int64_t val_windows = val_tokens.empty() ? 0 : eval_window_count(val_tokens, o, "the validation data");
   CosineSchedule sched{o.lr, o.min_lr, o.warmup, o.steps};
@@ -242,26 +277,53 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world) {
     save_checkpoint(path, model, opt.get(), state, &comm);
     say("saved %s (step %lld)\n", path.c_str(), (long long)step);
   };
+  Watchdog watchdog(comm.size() > 1 ? o.rank_timeout : 0, comm.rank());
+  Progress progress(lead, o.steps);
+  int64_t bad_in_row = 0, bad_total = 0;
 
   for (int64_t step = start; step < o.steps; ++step) {
     double t0 = bench::now_ms();
     comm.begin_step(step);
     model.set_step(static_cast<uint64_t>(step));
+    watchdog.beat(step + 1);
     Batch b = sampler.at_step(step);
     Tensor loss = model.loss(b.ids, b.targets);
-    loss.backward();
-    balancer.observe_gradients(params, step);
-    double norm = clip_grad_norm(params, o.grad_clip, &comm);
-    double lr = sched.at(step);
-    opt->step(params, lr);
+    double loss_v = loss.item(), norm = std::numeric_limits<double>::quiet_NaN(), lr = sched.at(step);
+    if (std::find(o.fault_nan_steps.begin(), o.fault_nan_steps.end(), step + 1) != o.fault_nan_steps.end())
+      loss_v = std::numeric_limits<double>::quiet_NaN();
+    fault_point(o.fault_kill, comm.rank(), step + 1, SIGKILL);
+    fault_point(o.fault_hang, comm.rank(), step + 1, SIGSTOP);
+    // Every rank sees the same loss and norm (both are reduced), so all skip a bad step together.
+    bool good = std::isfinite(loss_v);
+    if (good) {
+      loss.backward();
+      norm = clip_grad_norm(params, o.grad_clip, &comm);
+      good = std::isfinite(norm);
+    }
+    if (good) {
+      balancer.observe_gradients(params, step);
+      opt->step(params, lr);
+      bad_in_row = 0;
+    } else {
+      ++bad_in_row, ++bad_total;
+      progress.clear_line();
+      say("step %5lld | warning: non-finite %s: step skipped (%lld in a row, %lld in all)\n", (long long)step + 1,
+          std::isfinite(loss_v) ? "gradient" : "loss", (long long)bad_in_row, (long long)bad_total);
+    }
     for (Parameter* p : params) p->value.zero_grad();
+    FLEXTP_CHECK(bad_in_row < o.max_bad_steps, "stopping at step ", step + 1, ": ", bad_in_row,
+                 " steps in a row had a non-finite loss or gradient (--max-bad-steps ", o.max_bad_steps,
+                 "); lower --lr or raise --grad-clip. The last good checkpoint is untouched",
+                 o.save.empty() ? std::string(" (none was saved: no --save)") : ": see --save " + o.save + " and its -step files");
     comm.end_segment();
     BalanceStep bal = balancer.after_step(comm.compute_ms(), comm.wait_ms(), params, opt->slot_names());
     double ms = bench::now_ms() - t0, tok_s = o.batch * o.seq_len / (ms / 1000.0);
-    double loss_v = loss.item();
     bool last = step + 1 == o.steps;
-    nlohmann::json line = {{"step", step + 1}, {"loss", loss_v}, {"lr", lr}, {"ms", ms},
-                           {"tokens_per_s", tok_s}, {"grad_norm", norm}};
+    nlohmann::json line = {{"step", step + 1}, {"lr", lr}, {"ms", ms}, {"tokens_per_s", tok_s}};
+    // JSON has no NaN: a skipped step's values are null, and it says that it was skipped.
+    line["loss"] = std::isfinite(loss_v) ? nlohmann::json(loss_v) : nlohmann::json(nullptr);
+    line["grad_norm"] = std::isfinite(norm) ? nlohmann::json(norm) : nlohmann::json(nullptr);
+    if (!good) line["skipped"] = true;
     if (comm.size() > 1) {
       line["ranks"] = rank_table(balancer);
       line["plan"] = bal.choice;
@@ -270,24 +332,37 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world) {
       line["moved_bytes"] = bal.moved.bytes_sent;
     }
     if (step % o.log_every == 0 || last) {
+      progress.clear_line();
       say("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s\n", (long long)step + 1,
                   loss_v, lr, ms, tok_s);
       if (comm.size() > 1) say("%s", balancer.monitor().str().c_str());
     }
+    progress.step(step + 1 - start, step + 1, loss_v, ms);
     if (bal.plan.migrate)
       say("step %5lld | %s; moved in %.1f ms; units per rank now %s\n", (long long)step + 1,
           bal.plan.str().c_str(), bal.migrate_ms, balancer.partition().str().c_str());
     if (val_windows && ((o.eval_every && (step + 1) % o.eval_every == 0) || last)) {
       double val = evaluate(model, val_tokens, o.seq_len, val_windows, o.batch);
       line["val_loss"] = val;
+      progress.clear_line();
       say("step %5lld | val loss %.4f\n", (long long)step + 1, val);
     }
     if (metrics.is_open()) metrics << line.dump() << "\n" << std::flush;
-    if (!o.save.empty() && o.save_every && (step + 1) % o.save_every == 0 && !last)
+    if (!o.save.empty() && o.save_every && (step + 1) % o.save_every == 0 && !last && good) {
+      progress.clear_line();
       save(periodic_path(o.save, step + 1), step + 1);
+      if (lead && o.keep_last > 0) remove_old_checkpoints(o.save, o.keep_last);
+    }
     std::fflush(stdout);
   }
+  progress.clear_line();
+  watchdog.beat(o.steps + 1);
   if (!o.save.empty()) save(o.save, std::max(start, o.steps));
+  if (!o.export_hf.empty()) {
+    export_hf(o.export_hf, model, &comm);
+    say("exported %s/config.json and %s/model.safetensors (transformers: GPT2LMHeadModel.from_pretrained)\n",
+        o.export_hf.c_str(), o.export_hf.c_str());
+  }
   if (o.sample > 0) {
     std::vector<int32_t> prompt = tok.encode(o.prompt.empty() ? "\n" : o.prompt);
     std::vector<int32_t> out = generate(model, prompt, {o.sample, o.temperature, o.top_k, o.seed});
@@ -317,6 +392,7 @@ int main(int argc, char** argv) {
     comm = mpi ? make_mpi_communicator() : make_single_process_communicator();
     return run(o, app, *comm);
   } catch (const std::exception& e) {
+    std::fflush(stdout);  // the log lines before the error come first
     if (comm && comm->size() > 1)
       std::fprintf(stderr, "train: error (rank %d): %s\n", comm->rank(), e.what());
     else

@@ -39,6 +39,20 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--temperature", o.temperature, "sampling temperature (0: greedy)")->check(non_negative);
   app.add_option("--top-k", o.top_k, "sample among the k likeliest (0: all)")->check(non_negative);
   app.add_flag("--eval-only", o.eval_only, "print the validation loss of --load on --data and exit");
+  app.add_option("--tokenizer", o.tokenizer, "byte (256 ids, no files) or gpt2 (GPT-2's BPE, 50257 ids)")
+      ->check(CLI::IsMember({"byte", "gpt2"}));
+  app.add_option("--tokenizer-dir", o.tokenizer_dir, "--tokenizer gpt2: directory holding encoder.json and vocab.bpe");
+  app.add_option("--export-hf", o.export_hf, "at the end, write DIR/config.json + DIR/model.safetensors for transformers");
+  app.add_option("--keep-last", o.keep_last, "--save-every: keep only the newest N periodic checkpoints (0: all)")
+      ->check(non_negative);
+  app.add_option("--max-bad-steps", o.max_bad_steps, "stop after N steps in a row with a non-finite loss or gradient")
+      ->check(positive);
+  app.add_option("--rank-timeout", o.rank_timeout, "seconds without progress after which a rank assumes a peer died")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--fault-nan-steps", o.fault_nan_steps, "testing: make the loss NaN at these steps (1-based), e.g. 3,4")
+      ->delimiter(',');
+  app.add_option("--fault-kill", o.fault_kill, "testing: RANK:STEP, that rank kills itself mid-step");
+  app.add_option("--fault-hang", o.fault_hang, "testing: RANK:STEP, that rank stops mid-step (alive, silent)");
   app.add_option("--tp-weights", o.tp_weights, "units per rank in proportion, e.g. 3,1 (default: even)");
   app.add_option("--tp-assign", o.tp_assign, "explicit units per rank: KIND[@LAYER]=UNITS|UNITS..., repeatable");
   app.add_option("--straggler", o.stragglers, "slow a rank: RANK:FACTOR[:FROM[:TO]], repeatable");

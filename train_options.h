@@ -20,6 +20,12 @@ struct TrainOptions {
          temperature = 0.8, momentum = 0.9;
   uint64_t seed = 1337;
   bool eval_only = false;
+  std::string tokenizer = "byte", tokenizer_dir, export_hf;
+  int64_t keep_last = 0, max_bad_steps = 10;
+  double rank_timeout = 600;  // seconds a collective may wait before a rank gives up on its peers
+  std::vector<int64_t> fault_nan_steps;  // testing: poison the loss at these steps (1-based)
+  std::string fault_kill;                // testing: RANK:STEP kills that rank in the middle of the step
+  std::string fault_hang;                // testing: RANK:STEP stops that rank there (alive, silent)
   // tensor parallelism and balancing
   std::string tp_weights, straggler_trace, balance = "none", comm = "auto", priority = "taylor",
               impute = "zero";

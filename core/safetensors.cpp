@@ -3,7 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -38,13 +41,25 @@ std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace
 
+namespace {
+// Fault injection for the tests of interrupted saves: FLEXTP_FAULT_KILL_IN_WRITE=N kills the
+// process (SIGKILL, nothing flushed) halfway through the Nth atomic write, and
+// FLEXTP_FAULT_KILL_AFTER_WRITE=N right after the Nth write is in place.
+bool fault_now(const char* variable, int count) {
+  const char* v = std::getenv(variable);
+  return v != nullptr && std::atoi(v) == count;
+}
+}  // namespace
+
 void write_file_atomic(const std::string& path, const std::string& bytes) {
+  static int writes = 0;
+  const int this_write = ++writes;
   std::string tmp = path + ".tmp." + std::to_string(getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   FLEXTP_CHECK(fd >= 0, "cannot create ", tmp, ": ", errno_text());
   size_t done = 0;
   while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    ssize_t n = ::write(fd, bytes.data() + done, std::min<size_t>(bytes.size() - done, 1 << 20));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       std::string why = errno_text();
@@ -53,6 +68,7 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
       FLEXTP_FAIL("cannot write ", tmp, ": ", why, " (disk full?)");
     }
     done += static_cast<size_t>(n);
+    if (done >= bytes.size() / 2 && fault_now("FLEXTP_FAULT_KILL_IN_WRITE", this_write)) ::kill(::getpid(), SIGKILL);
   }
   bool synced = ::fsync(fd) == 0;
   ::close(fd);
@@ -61,6 +77,15 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
     ::unlink(tmp.c_str());
     FLEXTP_FAIL("cannot move ", tmp, " to ", path, ": ", why);
   }
+  // The rename itself must reach the disk for the new file to survive a power cut.
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  if (fault_now("FLEXTP_FAULT_KILL_AFTER_WRITE", this_write)) ::kill(::getpid(), SIGKILL);
 }
 
 void write_safetensors(const std::string& path,

@@ -1,5 +1,11 @@
 #include "nn/checkpoint.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
 #include <set>
 
 #include "core/autograd.h"
@@ -88,6 +94,12 @@ int64_t meta_int(const SafetensorsFile& f, const std::string& path, const std::s
 }
 
 std::string state_path(const std::string& path) { return path + ".state"; }
+std::string next_state_path(const std::string& path) { return path + ".state.next"; }
+
+void rename_file(const std::string& from, const std::string& to) {
+  FLEXTP_CHECK(std::rename(from.c_str(), to.c_str()) == 0, "cannot move ", from, " to ", to, ": ",
+               std::strerror(errno));
+}
 
 // Checks that a file holds exactly the expected tensors with the expected shapes and dtype.
 void check_tensors(const SafetensorsFile& f, const std::string& path,
@@ -142,15 +154,59 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
   if (!writer) return;
   std::map<std::string, std::string> meta = config_metadata(c);
   meta["step"] = std::to_string(state.step);
+  for (const auto& [k, v] : state.extra) meta["extra." + k] = v;  // e.g. the tokenizer, checked on load
   if (optimizer) {
     std::map<std::string, std::string> smeta = meta;
     smeta["optimizer"] = optimizer->name();
     smeta["optimizer_steps"] = std::to_string(optimizer->steps_taken());
     smeta["seed"] = std::to_string(state.seed);
     for (const auto& [k, v] : state.extra) smeta["extra." + k] = v;
-    write_safetensors(state_path(path), slots, smeta);
+    // The new state goes beside the old one until the weights are in place: a save killed at
+    // any point leaves a pair of one step (the loader also looks for PATH.state.next).
+    write_safetensors(next_state_path(path), slots, smeta);
   }
+  meta["format"] = "pt";  // what transformers asks of a safetensors file
   write_safetensors(path, weights, meta);
+  if (optimizer) rename_file(next_state_path(path), state_path(path));
+}
+
+void export_hf(const std::string& dir, GPT& model, Communicator* comm) {
+  bool writer = comm == nullptr || comm->rank() == 0;
+  if (writer) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    FLEXTP_CHECK(!ec && std::filesystem::is_directory(dir), "--export-hf: cannot create directory ", dir, ": ",
+                 ec.message());
+  }
+  save_checkpoint(dir + "/model.safetensors", model, nullptr, TrainState{}, comm);
+  if (!writer) return;
+  const GPTConfig& c = model.config();
+  nlohmann::json config = {{"architectures", {"GPT2LMHeadModel"}},
+                           {"model_type", "gpt2"},
+                           {"vocab_size", c.vocab_size},
+                           {"n_positions", c.n_positions},
+                           {"n_embd", c.n_embd},
+                           {"n_layer", c.n_layer},
+                           {"n_head", c.n_head},
+                           {"n_inner", c.mlp_hidden()},
+                           {"activation_function", "gelu_new"},
+                           {"layer_norm_epsilon", 1e-5},
+                           {"resid_pdrop", 0.0},
+                           {"embd_pdrop", 0.0},
+                           {"attn_pdrop", 0.0},
+                           {"tie_word_embeddings", true},
+                           {"torch_dtype", "float32"}};
+  // GPT-2's end-of-text token when the vocabulary is GPT-2's; none otherwise (transformers'
+  // default of 50256 would lie outside a smaller vocabulary).
+  config["bos_token_id"] = config["eos_token_id"] = c.vocab_size == 50257 ? nlohmann::json(50256) : nlohmann::json(nullptr);
+  write_file_atomic(dir + "/config.json", config.dump(2) + "\n");
+}
+
+std::map<std::string, std::string> read_checkpoint_extra(const std::string& path) {
+  std::map<std::string, std::string> extra;
+  for (const auto& [k, v] : read_safetensors(path).metadata)
+    if (k.rfind("extra.", 0) == 0) extra[k.substr(6)] = v;
+  return extra;
 }
 
 GPTConfig read_checkpoint_config(const std::string& path) {
@@ -190,7 +246,14 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
   SafetensorsFile s;
   if (optimizer) {
     std::string sp = state_path(path);
-    s = read_safetensors(sp);
+    // A save interrupted between its two renames leaves the matching state in PATH.state.next.
+    bool have = std::filesystem::exists(sp);
+    if (have) s = read_safetensors(sp);
+    if ((!have || meta_int(s, sp, "step") != state.step) && std::filesystem::exists(next_state_path(path))) {
+      SafetensorsFile next = read_safetensors(next_state_path(path));
+      if (meta_int(next, next_state_path(path), "step") == state.step) s = std::move(next), sp = next_state_path(path), have = true;
+    }
+    FLEXTP_CHECK(have, "cannot resume from ", path, ": its optimizer state ", sp, " is missing");
     int64_t sstep = meta_int(s, sp, "step");
     FLEXTP_CHECK(sstep == state.step, sp, " is from step ", sstep, " but ", path, " from step ",
                  state.step, ": the pair is inconsistent (an interrupted save?); use an older checkpoint");

@@ -5,8 +5,9 @@
 //               config in __metadata__.
 //   PATH.state  safetensors optimizer slots ("<name>.<slot>", same layout as the weights), with
 //               the step, optimizer, seed and data position in __metadata__.
-// The state file is written first and the weights last, each through a temporary file and a
-// rename; both carry the step, and loading refuses a pair whose steps differ.
+// The state is written first (as PATH.state.next), then the weights, each through a temporary
+// file and a rename, then the state is renamed into place; both carry the step, and loading takes
+// the state of the weights' step (from PATH.state.next after an interrupted save) or refuses.
 #include <map>
 #include <string>
 
@@ -30,8 +31,15 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
 TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optimizer,
                            Communicator* comm = nullptr);
 
+// DIR/model.safetensors (the weights alone) and DIR/config.json, which Hugging Face transformers
+// loads as GPT2LMHeadModel.from_pretrained(DIR). Rank 0 writes; every rank takes part.
+void export_hf(const std::string& dir, GPT& model, Communicator* comm = nullptr);
+
 // The config stored in a checkpoint's metadata (to build a model before loading).
 GPTConfig read_checkpoint_config(const std::string& path);
+
+// The free-form entries (TrainState::extra) a checkpoint was saved with.
+std::map<std::string, std::string> read_checkpoint_extra(const std::string& path);
 
 // Hugging Face layout <-> flextp layout for one logical tensor (c_attn and c_fc differ).
 Tensor to_hf_layout(const std::string& name, const Tensor& logical, const GPTConfig& c);

@@ -2,47 +2,20 @@
 // bad flags, files and configurations.
 #include <doctest/doctest.h>
 
-#include <array>
-#include <cstdio>
-#include <sys/wait.h>
-
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/safetensors.h"
+#include "tests/run_command.h"
 #include "tests/temp_dir.h"
 
 using namespace flextp;
+using test::Run;
+using test::run_train;
 
-namespace {
-
-struct Run {
-  int status;
-  std::string output;
-};
-
-Run run_train(const std::string& args) {
-  std::string cmd = std::string(FLEXTP_TRAIN_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string corpus(const test::TempDir& dir) {
-  std::string text;
-  for (int i = 0; i < 300; ++i) text += "the quick brown fox " + std::to_string(i % 17) + " jumps. ";
-  return dir.write("corpus.txt", text);
-}
-
-const char* kTiny = "--n-layer 1 --n-head 2 --n-embd 16 --mlp-unit 16 --seq-len 16 --batch 2 --log-every 100 "
-                    "--eval-every 0 --eval-batches 2 --warmup 2";
-
-}  // namespace
+using test::corpus;
+using test::kTiny;
 
 TEST_CASE("10 steps equal 5 steps + save + load + 5 steps, bitwise") {
   test::TempDir dir("resume");
@@ -93,6 +66,19 @@ TEST_CASE("bad flags, files and configurations end with a clear message and stat
   fails_with("--load " + dir.write("junk.st", "garbage that is long enough"), "header length");
   REQUIRE(run_train(std::string(kTiny) + " --data " + data + " --steps 1 --save " + dir.file("m.st")).status == 0);
   fails_with("--load " + dir.file("m.st") + " --n-embd 32 --data " + data, "--n-embd 32 differs from the 16");
+  fails_with("--tokenizer words", "--tokenizer");
+  fails_with("--tokenizer gpt2 --data " + data, "--tokenizer gpt2 needs --tokenizer-dir");
+  fails_with("--tokenizer gpt2 --tokenizer-dir " + dir.file("nowhere") + " --data " + data, "has no encoder.json");
+  fails_with("--keep-last -1", "--keep-last");
+  fails_with("--max-bad-steps 0", "--max-bad-steps");
+  fails_with("--rank-timeout 0", "--rank-timeout");
+  fails_with("--fault-kill 0 --data " + data, "--fault-kill '0' must be RANK:STEP");
+  fails_with("--fault-hang 3:1 --data " + data, "--fault-hang names rank 3 but there are only 1");
+  fails_with("--fault-nan-steps x", "--fault-nan-steps");
+  fails_with(std::string(kTiny) + " --data " + data + " --steps 1 --export-hf /proc/flextp", "--export-hf: cannot create directory");
+  if (std::filesystem::exists(FLEXTP_SOURCE_DIR "/../shared/gpt2/vocab.bpe"))
+    fails_with("--load " + dir.file("m.st") + " --seq-len 16 --tokenizer gpt2 --tokenizer-dir " FLEXTP_SOURCE_DIR "/../shared/gpt2 --data " + data,
+               "trained with --tokenizer byte, not gpt2");
 }
 
 TEST_CASE("under mpirun, a bad partition stops every rank with a clear message, never a hang") {
@@ -100,18 +86,11 @@ TEST_CASE("under mpirun, a bad partition stops every rank with a clear message, 
   std::string data = corpus(dir);
   std::string mpirun = std::string(FLEXTP_MPIRUN) + " -np 2 " + FLEXTP_TRAIN_BINARY;
   auto fails_with = [&](const std::string& args, const std::string& message) {
-    std::string cmd = "timeout 120 " + mpirun + " " + args + " --data " + data + " --steps 1 2>&1";
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-    int status = ::pclose(pipe);
+    std::string cmd = "timeout 120 " + mpirun + " " + args + " --data " + data + " --steps 1";
+    auto [status, out] = test::run_command(cmd);
     INFO(cmd, "\n", out);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) != 0);
-    CHECK(WEXITSTATUS(status) != 124);  // not the timeout
+    CHECK(status > 0);
+    CHECK(status != 124);  // not the timeout
     CHECK(out.find(message) != std::string::npos);
   };
   fails_with("--tp-weights 1,1,1", "has 3 weights for 2 ranks");

@@ -1,0 +1,43 @@
+#pragma once
+// For the end-to-end tests: runs a shell command and returns its exit status (-1 when killed by a
+// signal) and everything it printed on stdout and stderr; a small corpus and model to train.
+#include <array>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+#include "tests/temp_dir.h"
+
+namespace flextp::test {
+
+struct Run {
+  int status;
+  std::string output;
+};
+
+inline Run run_command(const std::string& command) {
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {-2, "popen failed: " + command};
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// The train binary with these arguments, alone.
+inline Run run_train(const std::string& args) { return run_command(std::string(FLEXTP_TRAIN_BINARY) + " " + args); }
+
+// A small training text in the test's directory.
+inline std::string corpus(const TempDir& dir) {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += "the quick brown fox " + std::to_string(i % 17) + " jumps. ";
+  return dir.write("corpus.txt", text);
+}
+
+// A model small enough for end-to-end runs of a few steps.
+inline const char* kTiny = "--n-layer 1 --n-head 2 --n-embd 16 --mlp-unit 16 --seq-len 16 --batch 2 --log-every 100 "
+                           "--eval-every 0 --eval-batches 2 --warmup 2";
+
+}  // namespace flextp::test

@@ -1,0 +1,147 @@
+// Leaving a run alone for a day: non-finite steps are skipped and bounded, checkpoints survive a
+// kill at any point of a save, --keep-last prunes, a dead or silent rank ends the job instead of
+// hanging it, and a resumed run continues the same loss curve on another tensor-parallel layout.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/run_command.h"
+#include "tests/temp_dir.h"
+
+using namespace flextp;
+using test::kTiny;
+using test::Run;
+using test::run_command;
+using test::run_train;
+
+namespace {
+std::vector<nlohmann::json> metrics(const std::string& path) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+bool exists(const std::string& path) { return std::filesystem::exists(path); }
+std::string mpirun(int ranks) {
+  return "timeout 120 " + std::string(FLEXTP_MPIRUN) + " -np " + std::to_string(ranks) + " -x OMP_NUM_THREADS=1 " +
+         FLEXTP_TRAIN_BINARY + " ";
+}
+}  // namespace
+
+TEST_CASE("a non-finite loss skips the step with a warning; too many in a row stop the run") {
+  test::TempDir dir("badsteps");
+  std::string base = std::string(kTiny) + " --data " + test::corpus(dir);
+  Run r = run_train(base + " --steps 8 --fault-nan-steps 3,4 --metrics " + dir.file("m.jsonl"));
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(r.output.find("step     4 | warning: non-finite loss: step skipped (2 in a row, 2 in all)") != std::string::npos);
+  std::vector<nlohmann::json> rows = metrics(dir.file("m.jsonl"));
+  REQUIRE(rows.size() == 8);
+  CHECK(rows[2]["skipped"] == true);
+  CHECK(rows[2]["loss"].is_null());
+  CHECK(!rows[4].contains("skipped"));
+  CHECK(std::isfinite(rows[7]["loss"].get<double>()));
+  // A skipped step changes nothing: step 5 of this run sees the weights step 3 of a clean run saw.
+  Run clean = run_train(base + " --steps 8 --metrics " + dir.file("clean.jsonl"));
+  REQUIRE(clean.status == 0);
+  std::vector<nlohmann::json> ref = metrics(dir.file("clean.jsonl"));
+  CHECK(rows[1]["loss"] == ref[1]["loss"]);
+
+  // Divergence: a learning rate of 1e38 overflows the weights after one step. Every later step is
+  // bad; the third in a row stops the run, and the last good checkpoint is left as it was.
+  std::string ckpt = dir.file("m.st");
+  Run d = run_train(base + " --steps 20 --lr 1e38 --grad-clip 0 --max-bad-steps 3 --save-every 1 --save " + ckpt);
+  CHECK(d.status == 1);
+  CHECK(d.output.find("steps in a row had a non-finite loss or gradient (--max-bad-steps 3)") != std::string::npos);
+  CHECK(d.output.find("The last good checkpoint is untouched") != std::string::npos);
+  CHECK(!exists(ckpt));  // no final save of a broken model
+  CHECK(exists(dir.file("m-step000001.st")));
+  CHECK(run_train("--eval-only --load " + dir.file("m-step000001.st") + " " + kTiny + " --data " + test::corpus(dir)).status == 0);
+}
+
+TEST_CASE("a save killed at any point leaves a loadable checkpoint") {
+  test::TempDir dir("killsave");
+  std::string base = std::string(kTiny) + " --data " + test::corpus(dir);
+  std::string m = dir.file("m.st");
+  // Writes of a save: 1 the optimizer state (as m.st.state.next), 2 the weights, then a rename.
+  REQUIRE(run_train(base + " --steps 4 --save " + m).status == 0);
+  std::string before = test::read_bytes(m);
+  for (const char* fault : {"FLEXTP_FAULT_KILL_IN_WRITE=1", "FLEXTP_FAULT_KILL_IN_WRITE=2", "FLEXTP_FAULT_KILL_AFTER_WRITE=1",
+                            "FLEXTP_FAULT_KILL_AFTER_WRITE=2"}) {
+    INFO(std::string(fault));
+    // Resume to step 8, saving over m.st, killed inside that save.
+    Run killed = run_command(std::string("env ") + fault + " " + FLEXTP_TRAIN_BINARY + " " + base +
+                             " --steps 8 --load " + m + " --save " + m);
+    CHECK(killed.status == 137);  // 128 + SIGKILL, as the shell reports it
+    // Whatever was interrupted, m.st loads with its optimizer state and training goes on.
+    Run resumed = run_train(base + " --steps 10 --load " + m + " --save " + dir.file("after.st"));
+    CHECK_MESSAGE(resumed.status == 0, resumed.output);
+    bool weights_replaced = std::string(fault) == "FLEXTP_FAULT_KILL_AFTER_WRITE=2";
+    CHECK((test::read_bytes(m) == before) == !weights_replaced);
+    if (weights_replaced) {  // the new weights are in place: their state came from m.st.state.next
+      std::filesystem::rename(m + ".state.next", m + ".state");
+      REQUIRE(run_train(base + " --steps 4 --save " + m).status == 0);  // back to step 4 for the next case
+      before = test::read_bytes(m);
+    }
+    for (const auto& e : std::filesystem::directory_iterator(dir.path))
+      if (e.path().string().find(".tmp.") != std::string::npos) std::filesystem::remove(e.path());
+  }
+  // Periodic checkpoints: killed while writing step 4's, the step-2 one is whole.
+  Run killed = run_command(std::string("env FLEXTP_FAULT_KILL_IN_WRITE=3 ") + FLEXTP_TRAIN_BINARY + " " + base +
+                           " --steps 6 --save-every 2 --save " + dir.file("p.st"));
+  CHECK(killed.status == 137);
+  CHECK(!exists(dir.file("p-step000004.st")));
+  CHECK(run_train(base + " --steps 6 --load " + dir.file("p-step000002.st")).status == 0);
+}
+
+TEST_CASE("--keep-last keeps the newest periodic checkpoints") {
+  test::TempDir dir("keeplast");
+  Run r = run_train(std::string(kTiny) + " --data " + test::corpus(dir) +
+                    " --steps 7 --save-every 1 --keep-last 2 --save " + dir.file("k.st"));
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"corpus.txt", "k-step000005.st", "k-step000005.st.state", "k-step000006.st",
+                                          "k-step000006.st.state", "k.st", "k.st.state"});
+}
+
+TEST_CASE("a rank killed or silenced mid-step ends the job with a clear message, not a hang") {
+  test::TempDir dir("rankdeath");
+  std::string args = std::string(kTiny) + " --data " + test::corpus(dir) + " --steps 200";
+  Run killed = run_command(mpirun(2) + args + " --fault-kill 1:3");
+  INFO(killed.output);
+  CHECK(killed.status != 0);
+  CHECK(killed.status != 124);  // ended by itself, not by the test's timeout
+  CHECK(killed.output.find("rank 1") != std::string::npos);
+  // A rank that stops answering but stays alive: the others give up after --rank-timeout.
+  Run silent = run_command(mpirun(2) + args + " --fault-hang 1:3 --rank-timeout 2");
+  INFO(silent.output);
+  CHECK(silent.status != 0);
+  CHECK(silent.status != 124);
+  CHECK(silent.output.find("no progress for 2 s in step 3: another rank has died or hangs") != std::string::npos);
+}
+
+TEST_CASE("a run resumed on another tensor-parallel size and partition continues the same loss curve") {
+  test::TempDir dir("tpresume");
+  std::string base = "--n-layer 1 --n-head 4 --n-embd 32 --mlp-unit 16 --seq-len 16 --batch 2 --log-every 100 --eval-every 0 "
+                     "--eval-batches 2 --warmup 2 --data " + test::corpus(dir) + " --steps 10";
+  REQUIRE(run_train(base + " --save-every 5 --save " + dir.file("one.st") + " --metrics " + dir.file("one.jsonl")).status == 0);
+  std::vector<nlohmann::json> one = metrics(dir.file("one.jsonl"));
+  for (const std::string& layout : {std::string("2 --tp-weights 3,1"), std::string("4")}) {
+    INFO(layout);
+    std::string out = dir.file("tp.jsonl");
+    std::filesystem::remove(out);
+    Run r = run_command(mpirun(std::stoi(layout)) + base + " --load " + dir.file("one-step000005.st") + " --metrics " + out +
+                        (layout.size() > 1 ? layout.substr(1) : ""));
+    REQUIRE_MESSAGE(r.status == 0, r.output);
+    std::vector<nlohmann::json> tp = metrics(out);
+    REQUIRE(tp.size() == 5);
+    for (size_t i = 0; i < 5; ++i) {
+      CHECK(tp[i]["step"] == one[5 + i]["step"]);
+      CHECK(std::abs(tp[i]["loss"].get<double>() - one[5 + i]["loss"].get<double>()) < 1e-4);
+    }
+  }
+}

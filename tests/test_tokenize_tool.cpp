@@ -1,0 +1,65 @@
+// flextp-tokenize: text -> train/val shards that hold exactly the tokenizer's ids, which train
+// then reads; bad flags and files are named.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "data/gpt2_tokenizer.h"
+#include "data/token_files.h"
+#include "tests/run_command.h"
+#include "tests/temp_dir.h"
+
+using namespace flextp;
+
+namespace {
+test::Run tokenize(const std::string& args) { return test::run_command(std::string(FLEXTP_TOKENIZE_BINARY) + " " + args); }
+}  // namespace
+
+TEST_CASE("flextp-tokenize writes shards with the tokenizer's ids, split like train splits text") {
+  test::TempDir dir("tokenize");
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "line " + std::to_string(i) + ": some text\n";
+  std::string file = dir.write("a.txt", text);
+  test::Run r = tokenize("--input " + file + " --out " + dir.file("bytes") + " --val-fraction 0.25 --shard-tokens 10000");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  std::vector<int32_t> train = read_shards(dir.file("bytes") + "/train_*.bin"), val = read_shards(dir.file("bytes") + "/val_*.bin");
+  CHECK(std::filesystem::exists(dir.file("bytes") + "/train_000002.bin"));  // 10000 tokens per shard
+  std::vector<int32_t> all = train;
+  all.insert(all.end(), val.begin(), val.end());
+  CHECK(all == ByteTokenizer().encode(text));
+  CHECK(val.size() == text.size() - static_cast<size_t>(text.size() * 0.75));
+  test::Run t = test::run_train(std::string(test::kTiny) + " --steps 2 --data '" + dir.file("bytes") + "/train_*.bin' --val-data '" +
+                                dir.file("bytes") + "/val_*.bin'");
+  CHECK_MESSAGE(t.status == 0, t.output);
+
+  std::string gpt2 = FLEXTP_SOURCE_DIR "/../shared/gpt2";
+  if (std::filesystem::exists(gpt2 + "/vocab.bpe")) {
+    std::string b = dir.write("b.txt", "Second document, it's short.");
+    REQUIRE(tokenize("--tokenizer gpt2 --tokenizer-dir " + gpt2 + " --input " + file + " --input " + b + " --val-fraction 0 --out " +
+                     dir.file("gpt2")).status == 0);
+    Gpt2Tokenizer tok = Gpt2Tokenizer::from_dir(gpt2);
+    std::vector<int32_t> want{tok.end_of_text()}, second = tok.encode("Second document, it's short.");
+    std::vector<int32_t> first = tok.encode(text);
+    want.insert(want.end(), first.begin(), first.end());
+    want.push_back(tok.end_of_text());
+    want.insert(want.end(), second.begin(), second.end());
+    CHECK(read_shards(dir.file("gpt2") + "/train_*.bin") == want);
+  }
+}
+
+TEST_CASE("flextp-tokenize names bad flags and files") {
+  test::TempDir dir("tokenize-bad");
+  auto fails_with = [&](const std::string& args, const std::string& message) {
+    test::Run r = tokenize(args);
+    INFO(args, "\n", r.output);
+    CHECK(r.status != 0);
+    CHECK(r.output.find(message) != std::string::npos);
+  };
+  fails_with("--input " + dir.write("a.txt", "x"), "--out is required");
+  fails_with("--input " + dir.file("missing.txt") + " --out " + dir.file("o"), "cannot open data file");
+  fails_with("--val-fraction 2 --out " + dir.file("o"), "--val-fraction");
+  fails_with("--tokenizer gpt2 --out " + dir.file("o"), "--tokenizer gpt2 needs --tokenizer-dir");
+  fails_with("--tokenizer bpe --out " + dir.file("o"), "--tokenizer");
+  fails_with("--shard-tokens 0 --out " + dir.file("o"), "--shard-tokens");
+  fails_with("--input " + dir.write("b.txt", "text") + " --out /proc/no/such", "cannot create --out directory");
+}

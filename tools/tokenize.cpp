@@ -1,0 +1,69 @@
+// flextp-tokenize: tokenises text once into llm.c-format shards (train and val), so that a corpus
+// is trained on many times without tokenising it again:
+//   flextp-tokenize --tokenizer gpt2 --tokenizer-dir ../shared/gpt2 --input a.txt --input b.txt --out data/
+//   train --tokenizer gpt2 --tokenizer-dir ../shared/gpt2 --data 'data/train_*.bin' --val-data 'data/val_*.bin'
+// The validation share is the end of the token stream, as `train --data TEXT` would hold it out.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+
+#include "bench/timer.h"
+#include "core/error.h"
+#include "data/batches.h"
+#include "data/gpt2_tokenizer.h"
+#include "data/token_files.h"
+
+using namespace flextp;
+
+int main(int argc, char** argv) {
+  CLI::App app{"flextp-tokenize: text -> llm.c token shards (train_NNNNNN.bin, val_NNNNNN.bin)"};
+  std::string kind = "byte", dir, out;
+  std::vector<std::string> inputs;
+  double val_fraction = 0.1;
+  int64_t shard_tokens = 100'000'000;
+  app.add_option("--tokenizer", kind, "byte or gpt2")->check(CLI::IsMember({"byte", "gpt2"}));
+  app.add_option("--tokenizer-dir", dir, "--tokenizer gpt2: directory holding encoder.json and vocab.bpe");
+  app.add_option("--input", inputs, "text files, in order (default: the default corpus, Debian's fortunes)");
+  app.add_option("--out", out, "directory for the shards")->required();
+  app.add_option("--val-fraction", val_fraction, "share of the tokens (the end) written as val shards")
+      ->check(CLI::Range(0.0, 0.9));
+  app.add_option("--shard-tokens", shard_tokens, "tokens per shard file")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  CLI11_PARSE(app, argc, argv);
+  try {
+    std::unique_ptr<Tokenizer> tok = make_tokenizer(kind, dir);
+    FLEXTP_CHECK(tok->vocab_size() <= 65536, "shards hold 16-bit ids; the vocabulary of ", tok->vocab_size(), " does not fit");
+    // Documents are separated by GPT-2's end-of-text token (as llm.c's shards are), when it has one.
+    int32_t separator = kind == "gpt2" ? static_cast<const Gpt2Tokenizer&>(*tok).end_of_text() : -1;
+    std::vector<int32_t> all;
+    double bytes = 0, seconds = 0;
+    auto add = [&](const std::string& text) {
+      double start = bench::now_ms();
+      std::vector<int32_t> ids = tok->encode(text);
+      seconds += (bench::now_ms() - start) / 1000.0;
+      bytes += static_cast<double>(text.size());
+      if (separator >= 0) all.push_back(separator);
+      all.insert(all.end(), ids.begin(), ids.end());
+    };
+    if (inputs.empty()) add(default_corpus_text());
+    for (const std::string& path : inputs) add(read_text_file(path));
+    std::vector<int32_t> train, val;
+    split_tokens(all, val_fraction, train, val);
+    std::error_code ec;
+    std::filesystem::create_directories(out, ec);
+    FLEXTP_CHECK(std::filesystem::is_directory(out), "cannot create --out directory ", out, ": ", ec.message());
+    for (auto [name, tokens] : {std::pair{"train", &train}, std::pair{"val", &val}}) {
+      for (size_t first = 0, n = 0; first < tokens->size(); first += static_cast<size_t>(shard_tokens), ++n) {
+        size_t last = std::min(tokens->size(), first + static_cast<size_t>(shard_tokens));
+        char file[64];
+        std::snprintf(file, sizeof file, "/%s_%06zu.bin", name, n);
+        write_shard(out + file, std::vector<int32_t>(tokens->begin() + static_cast<long>(first), tokens->begin() + static_cast<long>(last)));
+        std::printf("wrote %s%s: %zu tokens\n", out.c_str(), file, last - first);
+      }
+    }
+    std::printf("%s: %.1f MB of text -> %zu tokens (%zu train, %zu val); encoding %.2f MB/s\n", tok->name(), bytes / 1e6,
+                all.size(), train.size(), val.size(), seconds > 0 ? bytes / 1e6 / seconds : 0.0);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "flextp-tokenize: error: %s\n", e.what());
+    return 1;
+  }
+}
