@@ -13,7 +13,7 @@ ifneq ($(SANITIZE),)
   export UBSAN_OPTIONS := halt_on_error=1:print_stacktrace=1
 endif
 
-.PHONY: all deps configure build test train bench clean
+.PHONY: all deps configure build test train bench fuzz clean
 
 # The main job: the default byte-level GPT on the default corpus (Debian's fortunes), on two
 # tensor-parallel ranks (one per core) that rebalance by migration (lossless) when one slows down.
@@ -41,6 +41,14 @@ train: build
 	@mkdir -p runs/default
 	@rm -f runs/default/metrics.jsonl
 	$(MPIRUN) -np $(TRAIN_RANKS) ./$(BUILD_DIR)/train $(TRAIN_ARGS)
+
+# Fuzzing: libFuzzer targets under clang with ASan/UBSan, FUZZ_SECONDS each (scripts/fuzz.sh).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DFLEXTP_CUDA=OFF \
+	      -DFLEXTP_SANITIZE=address,undefined -DFLEXTP_FUZZ=ON
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_safetensors fuzz_shard fuzz_bpe fuzz_specs
+	bash scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
 
 bench: build
 	./$(BUILD_DIR)/bench_ops

@@ -1,0 +1,14 @@
+// Fuzzes the llm.c token-shard reader.
+#include "core/error.h"
+#include "data/token_files.h"
+#include "fuzz/fuzz_file.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string path = flextp::fuzz::as_file(data, size, ".bin");
+  try {
+    std::vector<int32_t> tokens = flextp::read_shards(path);
+    (void)tokens;
+  } catch (const flextp::Error&) {
+  }
+  return 0;
+}
