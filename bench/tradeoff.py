@@ -59,7 +59,7 @@ def main():
     ap.add_argument("--steps", type=int, default=150)
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default="docs")
-    ap.add_argument("--lambdas", default="0,30,300,3000,inf")
+    ap.add_argument("--lambdas", default="0,30,100,300,3000,inf")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="flextp-tradeoff-")
     slow = ["--straggler", "1:2:20"]
@@ -77,6 +77,7 @@ def main():
         f.write("step,rank0,rank1\n0,1,1\n20,1,2\n26,1,1\n70,1,2\n")
     trace_runs = [(f"trace: {name}", ["--straggler-trace", trace, "--balance", pol])
                   for name, pol in [("even split", "none"), ("migrate", "migrate"), ("resize", "resize"), ("hybrid", "hybrid")]]
+    trace_runs.append(("trace: hybrid lambda 300", ["--straggler-trace", trace, "--balance", "hybrid", "--lambda", "300"]))
     results = {}
     for name, extra in runs + trace_runs:
         results[name] = train(a.build, a.steps, extra, os.path.join(work, name.replace(" ", "_").replace(":", "") + ".jsonl"))
@@ -84,9 +85,9 @@ def main():
     budget = min(r["wall"] for n, r in results.items() if not n.startswith("trace") and n != "no straggler")
     print(f"flextp bench/tradeoff: default model, 2 ranks, {a.steps} steps, rank 1 slowed 2x from step 20 "
           f"(trace: 2x over steps 20-25 and from 70)")
-    print(f"{'policy':<24} {'wall s':>7} {'ms/step':>8} {'val loss':>9} {'gap':>7} {'val @ ' + format(budget, '.0f') + ' s':>11}")
+    print(f"{'policy':<26} {'wall s':>7} {'ms/step':>8} {'val loss':>9} {'gap':>7} {'val @ ' + format(budget, '.0f') + ' s':>11}")
     for name, r in results.items():
-        print(f"{name:<24} {r['wall']:>7.1f} {r['median_ms']:>8.1f} {r['val']:>9.4f} {100 * (r['val'] / base - 1):>6.2f}% "
+        print(f"{name:<26} {r['wall']:>7.1f} {r['median_ms']:>8.1f} {r['val']:>9.4f} {100 * (r['val'] / base - 1):>6.2f}% "
               f"{loss_at(r['curve'], budget):>11.4f}")
     # Steps are counted from 1 in the metrics: the slowdown at step index 20 is step 21 there.
     resizes = {n: r for n, r in results.items() if n.startswith("resize")}
@@ -94,7 +95,7 @@ def main():
           ", ".join(f"{n.split(' ', 1)[1]} {r['skipped_unit_steps']:.0f} unit-steps -> {r['val']:.4f}" for n, r in resizes.items()))
     for line in phases(results["resize zero taylor"]["plans"], [("2x from 21", 21, 25)]):
         print("resize zero taylor: " + line)
-    for name in ["trace: hybrid", "trace: resize", "trace: migrate"]:
+    for name in ["trace: hybrid", "trace: hybrid lambda 300", "trace: resize", "trace: migrate"]:
         for line in phases(results[name]["plans"], [("blip", 21, 32), ("lasting", 71, a.steps)]):
             print(f"{name}: {line}")
     hybrids = {n: r for n, r in results.items() if n.startswith("hybrid")}

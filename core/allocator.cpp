@@ -91,13 +91,13 @@ class CachingAllocator {
 CachingAllocator& allocator_for(Device d) {
   // Leaked on purpose: tensors in static objects may be freed after main returns.
   static auto* cpu = new CachingAllocator(Device::cpu());
-  static std::vector<CachingAllocator*> gpus;
+  static auto* gpus = new std::vector<CachingAllocator*>();  // (the list too: LeakSanitizer)
   static std::mutex mu;
   if (d.is_cpu()) return *cpu;
   std::lock_guard<std::mutex> lock(mu);
-  if (static_cast<int>(gpus.size()) <= d.index) gpus.resize(d.index + 1, nullptr);
-  if (!gpus[d.index]) gpus[d.index] = new CachingAllocator(d);
-  return *gpus[d.index];
+  if (static_cast<int>(gpus->size()) <= d.index) gpus->resize(d.index + 1, nullptr);
+  if (!(*gpus)[d.index]) (*gpus)[d.index] = new CachingAllocator(d);
+  return *(*gpus)[d.index];
 }
 
 }  // namespace

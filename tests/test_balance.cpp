@@ -114,9 +114,10 @@ TEST_CASE("straggler specs and traces") {
   CHECK(sched.factor(1, 10) == 2.5);
   CHECK(sched.factor(1, 20) == 1.0);
   CHECK(sched.factor(0, 0) == 2.0);
-  for (auto [spec, message] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& entry : std::vector<std::pair<std::string, std::string>>{
            {"1", "expected 2 to 4 fields"}, {"x:2", "'x' is not an integer"}, {"1:fast", "'fast' is not a number"},
            {"1:0.5", "factor must be in [1, 1000]"}, {"1:2:5:5", "0 <= FROM < TO"}, {"-1:2", "rank must be >= 0"}}) {
+    const std::string &spec = entry.first, &message = entry.second;
     INFO(spec);
     CHECK_THROWS_WITH_AS(parse_straggler(spec), doctest::Contains(message.c_str()), Error);
   }

@@ -50,8 +50,10 @@ TEST_CASE("add, sub, mul: values with broadcasting") {
 }
 
 TEST_CASE("add, sub, mul, scale: gradients, including broadcast inputs") {
-  for (auto [name, fn] : std::vector<std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>>{
+  for (auto entry : std::vector<std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>>{
            {"add", add}, {"sub", sub}, {"mul", mul}}) {
+    auto [name_of, fn] = entry;
+    const char* name = name_of;
     INFO(name);
     auto f = [fn = fn](const In& in) { return fn(in[0], in[1]); };
     check_gradients(f, {leaf({4, 5}, 1), leaf({4, 5}, 2)});

@@ -87,7 +87,9 @@ TEST_CASE("under mpirun, a bad partition stops every rank with a clear message, 
   std::string mpirun = std::string(FLEXTP_MPIRUN) + " -np 2 " + FLEXTP_TRAIN_BINARY;
   auto fails_with = [&](const std::string& args, const std::string& message) {
     std::string cmd = "timeout 120 " + mpirun + " " + args + " --data " + data + " --steps 1";
-    auto [status, out] = test::run_command(cmd);
+    Run r = test::run_command(cmd);
+    const int status = r.status;
+    const std::string out = r.output;
     INFO(cmd, "\n", out);
     CHECK(status > 0);
     CHECK(status != 124);  // not the timeout
