@@ -29,7 +29,7 @@ TRAIN_ARGS ?= --balance hybrid --save runs/default/model.safetensors \
 all: build
 
 deps:
-	@bash scripts/deps.sh
+	@bash scripts/deps.sh $(if $(SANITIZE),clang)
 
 configure: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
@@ -47,7 +47,8 @@ train: build
 
 # Fuzzing: libFuzzer targets under clang with ASan/UBSan, FUZZ_SECONDS each (scripts/fuzz.sh).
 FUZZ_SECONDS ?= 60
-fuzz: deps
+fuzz:
+	@bash scripts/deps.sh clang
 	cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DFLEXTP_CUDA=OFF \
 	      -DFLEXTP_SANITIZE=address,undefined -DFLEXTP_FUZZ=ON
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_safetensors fuzz_shard fuzz_bpe fuzz_specs

@@ -32,7 +32,7 @@ struct TrainOptions {
   std::vector<std::string> tp_assign, stragglers, contend;
   int64_t horizon = 50, monitor_window = 3;
   double min_gain = 0.1;
-  std::string lambda = "30";  // a number or inf; 30: best at equal wall time in bench/tradeoff
+  std::string lambda = "100";  // a number or inf; 100: best at equal wall time in bench/tradeoff
 };
 
 void add_train_flags(CLI::App& app, TrainOptions& o);

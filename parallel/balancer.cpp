@@ -145,6 +145,18 @@ BalanceStep Balancer::after_step(double compute_ms, double wait_ms, const std::v
   out.plan.ideal_ms = ideal_step_ms(partition_, speed, costs_);
   out.plan.after_ms = out.plan.now_ms;
   if (comm_.size() == 1) return out;
+  if (o_.policy == "resize" || o_.policy == "hybrid") {
+    // Every rank reads the same table, so all probe in the same step.
+    bool any_skipped = false;
+    for (const RankRow& r : monitor_.table()) any_skipped = any_skipped || (r.units.size() > 3 && r.units[3] > 0);
+    resized_for_ = any_skipped ? resized_for_ + 1 : 0;
+    if (o_.probe_every > 0 && resized_for_ >= o_.probe_every) {
+      restore(params);
+      resized_for_ = 0;
+      out.choice = "probe";
+      return out;
+    }
+  }
   if (o_.policy == "resize") {
     // Resizing reacts at once and moves nothing: every rank sets its own active units from the
     // last step's speeds, so a slowdown is absorbed from the next step on.

@@ -23,16 +23,20 @@ namespace flextp {
 
 struct BalanceOptions {
   std::string policy = "none";  // none | migrate | resize | hybrid
-  double lambda = 30;           // hybrid: ms of step time one step of fully skipped model is worth
+  double lambda = 100;          // hybrid: ms of step time one step of fully skipped model is worth
   ResizeOptions resize;
   PlannerOptions planner;
   int window = 4;             // monitor EMA span, steps
   int64_t settle_steps = 1;   // monitor samples needed before the first plan and after a move
+  // While units are skipped, a rank's speed is measured on the work it kept, through the cost
+  // model; should the model overrate what skipping saves, a rank would look slow because it
+  // skips. Every probe_every resized steps all units run for one step to measure afresh.
+  int64_t probe_every = 10;
 };
 
 struct BalanceStep {
   Plan plan;
-  std::string choice = "keep";  // keep | migrate | resize (hybrid's pick, or the policy's action)
+  std::string choice = "keep";  // keep | migrate | resize | probe (hybrid's pick, or the policy's action)
   RepartitionStats moved;
   double migrate_ms = 0;
 };
@@ -68,6 +72,7 @@ class Balancer {
   Resizer resizer_;
   int64_t since_move_ = 0;
   int64_t slow_age_ = 0;      // steps the ranks have been out of balance
+  int64_t resized_for_ = 0;   // steps in a row some rank has skipped units
   int64_t skipped_ = 0;       // units this rank skips now
   double skipped_work_ = 0;   // and their work
 };

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages flextp needs, only those missing. Safe to run again: does nothing
 # when everything is present. Without root it prints what to install instead.
+#   scripts/deps.sh         what make train and make test need
+#   scripts/deps.sh clang   also clang with libFuzzer and LLVM's OpenMP (make fuzz, SANITIZE=...)
 set -euo pipefail
 
 packages=(
@@ -10,6 +12,9 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   fortunes fortunes-min   # the default training corpus (English text)
 )
+if [ "${1:-}" = "clang" ]; then
+  packages+=(clang libclang-rt-14-dev libomp-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -152,3 +152,28 @@ TEST_CASE("a straggler with --balance migrate: units move to the fast ranks, los
     CHECK(slow_units < fast_units);
   }
 }
+
+TEST_CASE("a straggler with --balance resize or hybrid: the slow rank skips units from the next step on") {
+  test::TempDir dir("resize");
+  std::string data = corpus(dir);
+  for (const std::string policy : {"resize", "hybrid --lambda 0"}) {
+    INFO(policy);
+    std::string m = dir.file("m.jsonl");
+    std::filesystem::remove(m);
+    std::string cmd = "timeout 300 " + std::string(FLEXTP_MPIRUN) + " -np 2 -x OMP_NUM_THREADS=1 " + FLEXTP_TRAIN_BINARY +
+                      " --n-layer 2 --n-head 4 --n-embd 64 --seq-len 32 --batch 8 --steps 20 --eval-every 0 --eval-batches 1"
+                      " --log-every 100 --data " + data + " --straggler 1:4:5 --balance " + policy + " --metrics " + m;
+    Run r = test::run_command(cmd);
+    REQUIRE_MESSAGE(r.status == 0, r.output);
+    std::vector<nlohmann::json> rows = read_metrics(m);
+    REQUIRE(rows.size() == 20);
+    auto skipped = [&](int step, int rank) { return rows[step - 1]["ranks"][rank]["units"][3].get<double>(); };
+    // Step 6 is the first slow one (steps count from 1 in the metrics); step 7 already skips.
+    CHECK(skipped(6, 1) == 0);
+    CHECK(skipped(7, 1) > 0);
+    // Every 10th resized step runs every unit to measure the rank afresh.
+    bool probed = false;
+    for (const auto& row : rows) probed = probed || row["plan"] == "probe";
+    CHECK(probed);
+  }
+}
