@@ -60,7 +60,8 @@ bench: build
 	./$(BUILD_DIR)/bench_tp_scaling
 	python3 bench/hetero.py --ranks 2,4
 	python3 bench/tradeoff.py
+	./$(BUILD_DIR)/bench_priority
 	./$(BUILD_DIR)/bench_simulate
 
 clean:
-	rm -rf build build-sanitize
+	rm -rf build build-sanitize build-fuzz
