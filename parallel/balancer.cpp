@@ -1,5 +1,6 @@
 #include "parallel/balancer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -87,7 +88,22 @@ BalanceStep Balancer::migrate(const Plan& plan, const std::vector<Parameter*>& p
   out.migrate_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   partition_ = plan.target;
   since_move_ = 0;
+  after_move_ms_.assign(1, 0.0);  // settling starts with the next step
+  move_transfer_ms_ = plan.transfer_ms;
   return out;
+}
+
+void Balancer::observe_settling() {
+  constexpr size_t kSettle = 5;  // steps after a move; the last is taken as settled
+  if (after_move_ms_.empty()) return;
+  double step = 0;
+  for (const RankRow& r : monitor_.table()) step = std::max(step, r.compute_ms + r.wait_ms);
+  after_move_ms_.push_back(step);
+  if (after_move_ms_.size() < kSettle + 1) return;
+  double excess = move_transfer_ms_, settled = after_move_ms_.back();
+  for (size_t k = 1; k + 1 < after_move_ms_.size(); ++k) excess += std::max(0.0, after_move_ms_[k] - settled);
+  migration_cost_ms_ = migration_cost_ms_ < 0 ? excess : 0.5 * migration_cost_ms_ + 0.5 * excess;
+  after_move_ms_.clear();
 }
 
 BalanceStep Balancer::hybrid(const std::vector<Parameter*>& params, const std::vector<std::string>& slots,
@@ -119,7 +135,7 @@ BalanceStep Balancer::hybrid(const std::vector<Parameter*>& params, const std::v
   h.resize_ms = resized_step_ms(speed);
   h.skipped_share = accuracy;
   h.migrate_ms = mig.after_ms;
-  h.transfer_ms = mig.transfer_ms;
+  h.transfer_ms = migration_cost_ms_ >= 0 ? std::max(mig.transfer_ms, migration_cost_ms_) : mig.transfer_ms + 2 * keep_ms;
   h.can_migrate = mig.units_moved > 0 && since_move_ >= o_.settle_steps;
   h.steps = steps;
   h.lambda = o_.lambda;
@@ -139,6 +155,7 @@ BalanceStep Balancer::after_step(double compute_ms, double wait_ms, const std::v
   BalanceStep out;
   monitor_.record(comm_, compute_ms, wait_ms, work_of(comm_.rank()), units_per_kind(comm_.rank()));
   ++since_move_;
+  observe_settling();
   std::vector<double> speed = monitor_.speeds();
   out.plan.target = partition_;
   out.plan.now_ms = predicted_step_ms(partition_, speed, costs_);
@@ -149,10 +166,16 @@ BalanceStep Balancer::after_step(double compute_ms, double wait_ms, const std::v
     // Every rank reads the same table, so all probe in the same step.
     bool any_skipped = false;
     for (const RankRow& r : monitor_.table()) any_skipped = any_skipped || (r.units.size() > 3 && r.units[3] > 0);
-    resized_for_ = any_skipped ? resized_for_ + 1 : 0;
-    if (o_.probe_every > 0 && resized_for_ >= o_.probe_every) {
+    bool was_probe = probing_;
+    probing_ = false;
+    if (!any_skipped && !was_probe) resized_for_ = 0, episode_probes_ = 0;  // the episode is over
+    if (any_skipped) ++resized_for_;
+    int64_t due = std::min(o_.probe_max, o_.probe_first << std::min<int64_t>(episode_probes_, 20));
+    if (o_.probe_first > 0 && any_skipped && resized_for_ >= due) {
       restore(params);
       resized_for_ = 0;
+      ++episode_probes_;
+      probing_ = true;
       out.choice = "probe";
       return out;
     }

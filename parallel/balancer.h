@@ -30,8 +30,10 @@ struct BalanceOptions {
   int64_t settle_steps = 1;   // monitor samples needed before the first plan and after a move
   // While units are skipped, a rank's speed is measured on the work it kept, through the cost
   // model; should the model overrate what skipping saves, a rank would look slow because it
-  // skips. Every probe_every resized steps all units run for one step to measure afresh.
-  int64_t probe_every = 10;
+  // skips. So all units run for one step (a probe) after probe_first resized steps, then after
+  // twice as many each time the probe confirms the slowdown, up to probe_max: a one-step spike
+  // costs two resized steps, a lasting slowdown a probe now and then.
+  int64_t probe_first = 2, probe_max = 32;
 };
 
 struct BalanceStep {
@@ -72,7 +74,17 @@ class Balancer {
   Resizer resizer_;
   int64_t since_move_ = 0;
   int64_t slow_age_ = 0;      // steps the ranks have been out of balance
-  int64_t resized_for_ = 0;   // steps in a row some rank has skipped units
+  // What a migration really costs beyond its bytes: the steps after it run slower while the
+  // monitor learns the new partition. Measured from the table (so all ranks agree) as the excess
+  // of the steps after a move over the step that follows them; unknown until the first move,
+  // when two steps' time is assumed.
+  double migration_cost_ms_ = -1;
+  std::vector<double> after_move_ms_;  // step times since the last move, while settling
+  double move_transfer_ms_ = 0;
+  void observe_settling();
+  int64_t resized_for_ = 0;     // resized steps since the last probe (or the episode's start)
+  int64_t episode_probes_ = 0;  // probes since resizing began
+  bool probing_ = false;        // the step being measured ran every unit as a probe
   int64_t skipped_ = 0;       // units this rank skips now
   double skipped_work_ = 0;   // and their work
 };
