@@ -337,7 +337,7 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world) {
                   loss_v, lr, ms, tok_s);
       if (comm.size() > 1) say("%s", balancer.monitor().str().c_str());
     }
-    progress.step(step + 1 - start, step + 1, loss_v, ms);
+    progress.step(step + 1, loss_v, ms);
     if (bal.plan.migrate)
       say("step %5lld | %s; moved in %.1f ms; units per rank now %s\n", (long long)step + 1,
           bal.plan.str().c_str(), bal.migrate_ms, balancer.partition().str().c_str());

@@ -15,10 +15,9 @@ namespace flextp {
 Progress::Progress(bool lead, int64_t total_steps)
     : live_(lead && ::isatty(STDOUT_FILENO) && !launched_by_mpi()), total_(total_steps) {}
 
-void Progress::step(int64_t done, int64_t step, double loss, double ms) {
+void Progress::step(int64_t step, double loss, double ms) {
   if (!live_) return;
   ms_sum_ += ms, ++ms_count_;
-  (void)done;
   double left_s = (ms_sum_ / static_cast<double>(ms_count_)) * static_cast<double>(total_ - step) / 1000.0;
   long h = static_cast<long>(left_s) / 3600, m = static_cast<long>(left_s) / 60 % 60, sec = static_cast<long>(left_s) % 60;
   char eta[32];

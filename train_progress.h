@@ -8,8 +8,8 @@ namespace flextp {
 class Progress {
  public:
   Progress(bool lead, int64_t total_steps);
-  // After a step: `done` steps of this run so far, `step` the global step number.
-  void step(int64_t done, int64_t step, double loss, double ms);
+  // After global step `step` (counted from 1) took `ms`.
+  void step(int64_t step, double loss, double ms);
   // Erases the live line before a log line is printed.
   void clear_line();
 

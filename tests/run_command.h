@@ -2,8 +2,11 @@
 // For the end-to-end tests: runs a shell command and returns its exit status (-1 when killed by a
 // signal) and everything it printed on stdout and stderr; a small corpus and model to train.
 #include <array>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <string>
+#include <vector>
 #include <sys/wait.h>
 
 #include "tests/temp_dir.h"
@@ -28,6 +31,14 @@ inline Run run_command(const std::string& command) {
 
 // The train binary with these arguments, alone.
 inline Run run_train(const std::string& args) { return run_command(std::string(FLEXTP_TRAIN_BINARY) + " " + args); }
+
+// The lines of a train --metrics file.
+inline std::vector<nlohmann::json> read_metrics(const std::string& path) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
 
 // A small training text in the test's directory.
 inline std::string corpus(const TempDir& dir) {

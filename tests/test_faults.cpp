@@ -18,12 +18,6 @@ using test::run_command;
 using test::run_train;
 
 namespace {
-std::vector<nlohmann::json> metrics(const std::string& path) {
-  std::vector<nlohmann::json> rows;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
-  return rows;
-}
 bool exists(const std::string& path) { return std::filesystem::exists(path); }
 std::string mpirun(int ranks) {
   return "timeout 120 " + std::string(FLEXTP_MPIRUN) + " -np " + std::to_string(ranks) + " -x OMP_NUM_THREADS=1 " +
@@ -37,7 +31,7 @@ TEST_CASE("a non-finite loss skips the step with a warning; too many in a row st
   Run r = run_train(base + " --steps 8 --fault-nan-steps 3,4 --metrics " + dir.file("m.jsonl"));
   REQUIRE_MESSAGE(r.status == 0, r.output);
   CHECK(r.output.find("step     4 | warning: non-finite loss: step skipped (2 in a row, 2 in all)") != std::string::npos);
-  std::vector<nlohmann::json> rows = metrics(dir.file("m.jsonl"));
+  std::vector<nlohmann::json> rows = test::read_metrics(dir.file("m.jsonl"));
   REQUIRE(rows.size() == 8);
   CHECK(rows[2]["skipped"] == true);
   CHECK(rows[2]["loss"].is_null());
@@ -46,7 +40,7 @@ TEST_CASE("a non-finite loss skips the step with a warning; too many in a row st
   // A skipped step changes nothing: step 5 of this run sees the weights step 3 of a clean run saw.
   Run clean = run_train(base + " --steps 8 --metrics " + dir.file("clean.jsonl"));
   REQUIRE(clean.status == 0);
-  std::vector<nlohmann::json> ref = metrics(dir.file("clean.jsonl"));
+  std::vector<nlohmann::json> ref = test::read_metrics(dir.file("clean.jsonl"));
   CHECK(rows[1]["loss"] == ref[1]["loss"]);
 
   // Divergence: a learning rate of 1e38 overflows the weights after one step. Every later step is
@@ -129,7 +123,7 @@ TEST_CASE("a run resumed on another tensor-parallel size and partition continues
   std::string base = "--n-layer 1 --n-head 4 --n-embd 32 --mlp-unit 16 --seq-len 16 --batch 2 --log-every 100 --eval-every 0 "
                      "--eval-batches 2 --warmup 2 --data " + test::corpus(dir) + " --steps 10";
   REQUIRE(run_train(base + " --save-every 5 --save " + dir.file("one.st") + " --metrics " + dir.file("one.jsonl")).status == 0);
-  std::vector<nlohmann::json> one = metrics(dir.file("one.jsonl"));
+  std::vector<nlohmann::json> one = test::read_metrics(dir.file("one.jsonl"));
   for (const std::string& layout : {std::string("2 --tp-weights 3,1"), std::string("4")}) {
     INFO(layout);
     std::string out = dir.file("tp.jsonl");
@@ -137,7 +131,7 @@ TEST_CASE("a run resumed on another tensor-parallel size and partition continues
     Run r = run_command(mpirun(std::stoi(layout)) + base + " --load " + dir.file("one-step000005.st") + " --metrics " + out +
                         (layout.size() > 1 ? layout.substr(1) : ""));
     REQUIRE_MESSAGE(r.status == 0, r.output);
-    std::vector<nlohmann::json> tp = metrics(out);
+    std::vector<nlohmann::json> tp = test::read_metrics(out);
     REQUIRE(tp.size() == 5);
     for (size_t i = 0; i < 5; ++i) {
       CHECK(tp[i]["step"] == one[5 + i]["step"]);

@@ -112,14 +112,7 @@ TEST_CASE("under mpirun, a bad partition stops every rank with a clear message, 
   fails_with("--contend 1", "RANK:THREADS");
 }
 
-namespace {
-std::vector<nlohmann::json> read_metrics(const std::string& path) {
-  std::vector<nlohmann::json> rows;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
-  return rows;
-}
-}  // namespace
+using test::read_metrics;
 
 TEST_CASE("a straggler with --balance migrate: units move to the fast ranks, losses do not change") {
   test::TempDir dir("hetero");
