@@ -7,11 +7,7 @@
 namespace flextp::detail {
 
 [[noreturn]] inline void no_cuda_kernel(const char* fn) {
-#ifdef FLEXTP_WITH_CUDA
-  FLEXTP_FAIL(fn, " has no CUDA kernel yet; run this op on the CPU");
-#else
   FLEXTP_FAIL(fn, " was given a CUDA tensor, but this flextp build has no CUDA backend");
-#endif
 }
 
 // Runs f(float{}) or f(double{}) for a floating-point dtype (the CPU kernels are templates).
@@ -39,10 +35,8 @@ inline void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
 #define FLEXTP_DISPATCH(device, fn, ...) \
   ((device).is_cuda() ? ::flextp::cuda::fn(__VA_ARGS__) : ::flextp::cpu::fn(__VA_ARGS__))
 #else
-#define FLEXTP_DISPATCH(device, fn, ...) \
-  ((device).is_cuda() ? ::flextp::detail::no_cuda_kernel(#fn) : ::flextp::cpu::fn(__VA_ARGS__))
+// (The comma keeps both branches of one type; no_cuda_kernel throws before the CPU call.)
+#define FLEXTP_DISPATCH(device, fn, ...)                                              \
+  ((device).is_cuda() ? (::flextp::detail::no_cuda_kernel(#fn), ::flextp::cpu::fn(__VA_ARGS__)) \
+                      : ::flextp::cpu::fn(__VA_ARGS__))
 #endif
-
-// For ops whose CUDA kernel is not written yet: a clear error instead of a link failure.
-#define FLEXTP_DISPATCH_CPU_ONLY(device, fn, ...) \
-  ((device).is_cuda() ? ::flextp::detail::no_cuda_kernel(#fn) : ::flextp::cpu::fn(__VA_ARGS__))

@@ -1,5 +1,7 @@
-// The NCCL communicator. Every call runs on one stream and waits for it, so that callers see the
-// result as with MPI; overlapping communication with compute is left to a later change.
+// The NCCL communicator. Every call runs on the compute stream (core/cuda/stream.h), after the
+// kernels that produced its inputs, and waits for it, so that callers see the result as with MPI
+// and the step clock counts the wait; overlapping communication with compute is left to a later
+// change.
 #include "parallel/nccl_communicator.h"
 
 #include <cuda_runtime.h>
@@ -7,6 +9,7 @@
 #include <nccl.h>
 
 #include "core/cuda/check.h"
+#include "core/cuda/stream.h"
 
 namespace flextp {
 namespace {
@@ -43,12 +46,9 @@ class NcclCommunicator : public Communicator {
     FLEXTP_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD) == MPI_SUCCESS,
                  "broadcasting the NCCL unique id over MPI failed");
     FLEXTP_NCCL(ncclCommInitRank(&comm_, size_, id, rank_));
-    FLEXTP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    stream_ = cuda::stream();
   }
-  ~NcclCommunicator() override {
-    cudaStreamDestroy(stream_);
-    ncclCommDestroy(comm_);
-  }
+  ~NcclCommunicator() override { ncclCommDestroy(comm_); }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const char* backend() const override { return "nccl"; }

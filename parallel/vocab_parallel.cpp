@@ -67,12 +67,12 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   Tensor local_target = Tensor::from_vector(local, {n}, dev);
   // max over all ranks' columns, then the sums of exp and the target logit over all ranks.
   Tensor row_max = Tensor::empty({n}, dt, dev);
-  FLEXTP_DISPATCH_CPU_ONLY(dev, sharded_ce_row_max, logits, row_max);
+  FLEXTP_DISPATCH(dev, sharded_ce_row_max, logits, row_max);
   if (comm) comm->all_reduce(row_max, ReduceOp::Max);
   Tensor sums = Tensor::empty({2, n}, dt, dev);  // [sum_exp; target_logit]: one all-reduce
   Tensor sum_exp = view_as(slice_rows(sums.detach(), 0, 1), {n});
   Tensor target_logit = view_as(slice_rows(sums.detach(), 1, 1), {n});
-  FLEXTP_DISPATCH_CPU_ONLY(dev, sharded_ce_sums, logits, row_max, local_target, sum_exp, target_logit);
+  FLEXTP_DISPATCH(dev, sharded_ce_sums, logits, row_max, local_target, sum_exp, target_logit);
   if (comm) comm->all_reduce(sums);
   auto host64 = [](const Tensor& x) { return x.to(Device::cpu()).to(DType::F64).to_vector<double>(); };
   std::vector<double> m = host64(row_max), s = host64(sum_exp), t = host64(target_logit), lse(n);
@@ -90,7 +90,7 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
            double s = count ? g.item() / static_cast<double>(count) : 0.0;
            Tensor row_scale = scale(counted_t, s);  // g / count on counted rows, 0 on ignored
            Tensor d = Tensor::empty(ld.shape(), ld.dtype(), ld.device());
-           FLEXTP_DISPATCH_CPU_ONLY(ld.device(), sharded_ce_backward, ld, local_target, lse_t, row_scale, d);
+           FLEXTP_DISPATCH(ld.device(), sharded_ce_backward, ld, local_target, lse_t, row_scale, d);
            return std::vector<Tensor>{d};
          });
   return loss;

@@ -9,10 +9,16 @@
 namespace flextp::cuda {
 
 int device_count();
+// Makes `device` current for this thread (a process trains on one GPU).
+void use_device(int device);
+// Whether f32 matmuls may use TF32 tensor cores (10-bit mantissa inputs, f32 accumulation).
+void set_allow_tf32(bool allow);
+bool allow_tf32();
 void* raw_malloc(int device, size_t bytes);
 void raw_free(int device, void* p);
 // Copies between host and device memory; each side is "on_device" or host.
 void memcpy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes);
+// Waits for every kernel and copy queued so far (for timing and before reading results).
 void synchronize();
 // Elementwise fills on device memory (fp32/fp64/int32 by element size).
 void fill(void* dst, size_t n, DType dtype, double value);

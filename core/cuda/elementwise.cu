@@ -1,4 +1,5 @@
 // GPU kernels of core/ops/elementwise.h: same-shape and bias (suffix) broadcasting.
+#include "core/cuda/column_sums.cuh"
 #include "core/cuda/launch.h"
 #include "core/ops/elementwise.h"
 
@@ -27,15 +28,6 @@ __global__ void axpy_kernel(T* dst, const T* src, T alpha, size_t n) {
   FLEXTP_CUDA_GRID_LOOP(i, n) dst[i] += alpha * src[i];
 }
 
-template <typename T>
-__global__ void column_sum_kernel(const T* g, T* out, size_t rows, size_t cols) {
-  FLEXTP_CUDA_GRID_LOOP(j, cols) {
-    T s = 0;
-    for (size_t r = 0; r < rows; ++r) s += g[r * cols + j];
-    out[j] = s;
-  }
-}
-
 bool repeats_within(const Tensor& small, const Tensor& big) {
   return small.numel() > 0 && big.numel() % small.numel() == 0 &&
          broadcast_shape(small.shape(), big.shape()) == big.shape();
@@ -52,10 +44,10 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
                " and ", b.str());
   dispatch_float(out.dtype(), "cuda binary op", [&](auto tag) {
     using T = decltype(tag);
-    binary_kernel<<<grid_for(n), kBlock>>>(op, a.data<T>(), b.data<T>(), out.data<T>(), n,
+    binary_kernel<<<grid_for(n), kBlock, 0, stream()>>>(op, a.data<T>(), b.data<T>(), out.data<T>(), n,
                                            a.numel(), b.numel());
   });
-  FLEXTP_CUDA_CHECK(cudaGetLastError());
+  FLEXTP_CUDA_LAUNCHED("elementwise");
 }
 
 void scale(const Tensor& x, double s, Tensor& out) {
@@ -63,9 +55,9 @@ void scale(const Tensor& x, double s, Tensor& out) {
   if (n == 0) return;
   dispatch_float(x.dtype(), "cuda scale", [&](auto tag) {
     using T = decltype(tag);
-    scale_kernel<<<grid_for(n), kBlock>>>(x.data<T>(), static_cast<T>(s), out.data<T>(), n);
+    scale_kernel<<<grid_for(n), kBlock, 0, stream()>>>(x.data<T>(), static_cast<T>(s), out.data<T>(), n);
   });
-  FLEXTP_CUDA_CHECK(cudaGetLastError());
+  FLEXTP_CUDA_LAUNCHED("elementwise");
 }
 
 void axpy(Tensor& dst, const Tensor& src, double alpha) {
@@ -73,9 +65,9 @@ void axpy(Tensor& dst, const Tensor& src, double alpha) {
   if (n == 0) return;
   dispatch_float(dst.dtype(), "cuda add_inplace", [&](auto tag) {
     using T = decltype(tag);
-    axpy_kernel<<<grid_for(n), kBlock>>>(dst.data<T>(), src.data<T>(), static_cast<T>(alpha), n);
+    axpy_kernel<<<grid_for(n), kBlock, 0, stream()>>>(dst.data<T>(), src.data<T>(), static_cast<T>(alpha), n);
   });
-  FLEXTP_CUDA_CHECK(cudaGetLastError());
+  FLEXTP_CUDA_LAUNCHED("elementwise");
 }
 
 void sum_to(const Tensor& g, Tensor& out) {
@@ -84,9 +76,8 @@ void sum_to(const Tensor& g, Tensor& out) {
   size_t cols = out.numel(), rows = g.numel() / cols;
   dispatch_float(g.dtype(), "cuda sum_to_shape", [&](auto tag) {
     using T = decltype(tag);
-    column_sum_kernel<<<grid_for(cols), kBlock>>>(g.data<T>(), out.data<T>(), rows, cols);
+    column_sums(MatrixEntry<T>{g.data<T>(), cols}, rows, cols, out.data<T>(), g.device(), "sum_to_shape");
   });
-  FLEXTP_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace flextp::cuda

@@ -35,9 +35,9 @@ void gelu_forward(const Tensor& x, Tensor& y) {
   if (n == 0) return;
   dispatch_float(x.dtype(), "cuda gelu", [&](auto tag) {
     using T = decltype(tag);
-    gelu_forward_kernel<<<grid_for(n), kBlock>>>(x.data<T>(), y.data<T>(), n);
+    gelu_forward_kernel<<<grid_for(n), kBlock, 0, stream()>>>(x.data<T>(), y.data<T>(), n);
   });
-  FLEXTP_CUDA_CHECK(cudaGetLastError());
+  FLEXTP_CUDA_LAUNCHED("gelu");
 }
 
 void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
@@ -45,9 +45,9 @@ void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
   if (n == 0) return;
   dispatch_float(x.dtype(), "cuda gelu backward", [&](auto tag) {
     using T = decltype(tag);
-    gelu_backward_kernel<<<grid_for(n), kBlock>>>(x.data<T>(), dy.data<T>(), dx.data<T>(), n);
+    gelu_backward_kernel<<<grid_for(n), kBlock, 0, stream()>>>(x.data<T>(), dy.data<T>(), dx.data<T>(), n);
   });
-  FLEXTP_CUDA_CHECK(cudaGetLastError());
+  FLEXTP_CUDA_LAUNCHED("gelu");
 }
 
 }  // namespace flextp::cuda

@@ -1,8 +1,13 @@
 // The CUDA side of core/cuda/cuda_runtime_api.h: device memory, copies, fills, random numbers.
 #include <cuda_runtime.h>
 
+#include <array>
+#include <atomic>
+#include <mutex>
+
 #include "core/cuda/check.h"
 #include "core/cuda/cuda_runtime_api.h"
+#include "core/cuda/stream.h"
 #include "core/random.h"
 
 namespace flextp::cuda {
@@ -30,7 +35,26 @@ __global__ void normal_kernel(float* dst, size_t n, uint64_t seed, uint64_t stre
   if (i < n) dst[i] = static_cast<float>(mean + std * rng::normal(i, stream, seed));
 }
 
+constexpr int kMaxDevices = 64;
+std::atomic<bool> g_allow_tf32{false};
+
 }  // namespace
+
+cudaStream_t stream() {
+  static std::array<cudaStream_t, kMaxDevices> streams{};
+  static std::mutex mu;
+  int device = 0;
+  FLEXTP_CUDA_CHECK(cudaGetDevice(&device));
+  FLEXTP_CHECK(device < kMaxDevices, "CUDA device ", device, " beyond the ", kMaxDevices, " flextp supports");
+  std::lock_guard<std::mutex> lock(mu);
+  if (!streams[device]) FLEXTP_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[device], cudaStreamNonBlocking));
+  return streams[device];
+}
+
+void set_allow_tf32(bool allow) { g_allow_tf32 = allow; }
+bool allow_tf32() { return g_allow_tf32; }
+
+void use_device(int device) { FLEXTP_CUDA_CHECK(cudaSetDevice(device)); }
 
 int device_count() {
   int n = 0;
@@ -50,6 +74,7 @@ void* raw_malloc(int device, size_t bytes) {
 
 void raw_free(int device, void* p) {
   FLEXTP_CUDA_CHECK(cudaSetDevice(device));
+  FLEXTP_CUDA_CHECK(cudaStreamSynchronize(stream()));  // kernels may still read the block
   FLEXTP_CUDA_CHECK(cudaFree(p));
 }
 
@@ -58,37 +83,40 @@ void memcpy(void* dst, bool dst_on_device, const void* src, bool src_on_device, 
                                                        : cudaMemcpyHostToDevice)
                                       : (src_on_device ? cudaMemcpyDeviceToHost
                                                        : cudaMemcpyHostToHost);
-  FLEXTP_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
+  if (bytes == 0) return;
+  // On the compute stream, after every kernel that wrote src; a host side waits for the copy.
+  FLEXTP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, stream()));
+  if (!dst_on_device || !src_on_device) FLEXTP_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
 
-void synchronize() { FLEXTP_CUDA_CHECK(cudaDeviceSynchronize()); }
+void synchronize() { FLEXTP_CUDA_CHECK(cudaStreamSynchronize(stream())); }
 
 void fill(void* dst, size_t n, DType dtype, double value) {
   if (n == 0) return;
   switch (dtype) {
     case DType::F32:
-      fill_kernel<<<blocks_for(n), kThreads>>>(static_cast<float*>(dst), n, static_cast<float>(value));
+      fill_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<float*>(dst), n, static_cast<float>(value));
       break;
     case DType::F64:
-      fill_kernel<<<blocks_for(n), kThreads>>>(static_cast<double*>(dst), n, value);
+      fill_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<double*>(dst), n, value);
       break;
     case DType::I32:
-      fill_kernel<<<blocks_for(n), kThreads>>>(static_cast<int32_t*>(dst), n, static_cast<int32_t>(value));
+      fill_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<int32_t*>(dst), n, static_cast<int32_t>(value));
       break;
     default: FLEXTP_FAIL("cuda fill of ", dtype_name(dtype), " tensors");
   }
   FLEXTP_CUDA_CHECK(cudaGetLastError());
 }
 
-void fill_uniform_f32(float* dst, size_t n, uint64_t seed, uint64_t stream, float lo, float hi) {
+void fill_uniform_f32(float* dst, size_t n, uint64_t seed, uint64_t rng_stream, float lo, float hi) {
   if (n == 0) return;
-  uniform_kernel<<<blocks_for(n), kThreads>>>(dst, n, seed, stream, lo, hi);
+  uniform_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(dst, n, seed, rng_stream, lo, hi);
   FLEXTP_CUDA_CHECK(cudaGetLastError());
 }
 
-void fill_normal_f32(float* dst, size_t n, uint64_t seed, uint64_t stream, float mean, float std) {
+void fill_normal_f32(float* dst, size_t n, uint64_t seed, uint64_t rng_stream, float mean, float std) {
   if (n == 0) return;
-  normal_kernel<<<blocks_for(n), kThreads>>>(dst, n, seed, stream, mean, std);
+  normal_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(dst, n, seed, rng_stream, mean, std);
   FLEXTP_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -11,6 +11,9 @@ namespace {
 }  // namespace
 
 int device_count() { return 0; }
+void use_device(int) { no_cuda("selecting a CUDA device"); }
+void set_allow_tf32(bool) {}
+bool allow_tf32() { return false; }
 void* raw_malloc(int, size_t) { no_cuda("cuda allocation"); }
 void raw_free(int, void*) { no_cuda("cuda free"); }
 void memcpy(void*, bool, const void*, bool, size_t) { no_cuda("cuda copy"); }

@@ -12,15 +12,14 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore
   detail::check_same_device("cross_entropy", logits, targets);
   Tensor loss = Tensor::empty({}, logits.dtype(), logits.device());
   Tensor lse = Tensor::empty({logits.size(0)}, logits.dtype(), logits.device());
-  int64_t counted = 0;
-  if (logits.is_cuda()) detail::no_cuda_kernel("cross_entropy_forward");
-  counted = cpu::cross_entropy_forward(logits, targets, ignore_index, loss, lse);
+  int64_t counted =
+      FLEXTP_DISPATCH(logits.device(), cross_entropy_forward, logits, targets, ignore_index, loss, lse);
   Tensor ld = logits.detach(), td = targets.detach();
   record("cross_entropy", loss, {logits, targets},
          [ld, td, lse, ignore_index, counted](const Tensor& g, const std::vector<bool>&) {
            Tensor dlogits = Tensor::empty(ld.shape(), ld.dtype(), ld.device());
            double scale = counted ? g.item() / static_cast<double>(counted) : 0.0;
-           FLEXTP_DISPATCH_CPU_ONLY(ld.device(), cross_entropy_backward, ld, td, lse, ignore_index, scale,
+           FLEXTP_DISPATCH(ld.device(), cross_entropy_backward, ld, td, lse, ignore_index, scale,
                            dlogits);
            return std::vector<Tensor>{dlogits, Tensor()};
          });

@@ -12,13 +12,13 @@ Tensor embedding(const Tensor& ids, const Tensor& table) {
   Shape out_shape = ids.shape();
   out_shape.push_back(table.size(1));
   Tensor out = Tensor::empty(out_shape, table.dtype(), table.device());
-  FLEXTP_DISPATCH_CPU_ONLY(table.device(), embedding_forward, ids, table, out);
+  FLEXTP_DISPATCH(table.device(), embedding_forward, ids, table, out);
   Tensor idd = ids.detach();
   Shape table_shape = table.shape();
   record("embedding", out, {ids, table},
          [idd, table_shape](const Tensor& g, const std::vector<bool>&) {
            Tensor dtable = Tensor::empty(table_shape, g.dtype(), g.device());
-           FLEXTP_DISPATCH_CPU_ONLY(g.device(), embedding_backward, idd, g, dtable);
+           FLEXTP_DISPATCH(g.device(), embedding_backward, idd, g, dtable);
            return std::vector<Tensor>{Tensor(), dtable};
          });
   return out;

@@ -18,14 +18,14 @@ Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, doub
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   Tensor mean = Tensor::empty({x.numel() / c}, x.dtype(), x.device());
   Tensor rstd = Tensor::empty({x.numel() / c}, x.dtype(), x.device());
-  FLEXTP_DISPATCH_CPU_ONLY(x.device(), layernorm_forward, x, weight, bias, eps, y, mean, rstd);
+  FLEXTP_DISPATCH(x.device(), layernorm_forward, x, weight, bias, eps, y, mean, rstd);
   Tensor xd = x.detach(), wd = weight.detach();
   record("layernorm", y, {x, weight, bias},
          [xd, wd, mean, rstd](const Tensor& g, const std::vector<bool>&) {
            Tensor dx = Tensor::empty(xd.shape(), xd.dtype(), xd.device());
            Tensor dw = Tensor::empty(wd.shape(), wd.dtype(), wd.device());
            Tensor db = Tensor::empty(wd.shape(), wd.dtype(), wd.device());
-           FLEXTP_DISPATCH_CPU_ONLY(xd.device(), layernorm_backward, xd, wd, mean, rstd, g, dx, dw, db);
+           FLEXTP_DISPATCH(xd.device(), layernorm_backward, xd, wd, mean, rstd, g, dx, dw, db);
            return std::vector<Tensor>{dx, dw, db};
          });
   return y;

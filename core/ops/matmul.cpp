@@ -23,7 +23,7 @@ Tensor matmul_raw(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   detail::check_same_device("matmul", a, b);
   detail::check_same_dtype("matmul", a, b);
   Tensor c = Tensor::empty(product_shape(a, b, ta, tb), a.dtype(), a.device());
-  FLEXTP_DISPATCH_CPU_ONLY(a.device(), matmul, a, b, c, ta, tb, false);
+  FLEXTP_DISPATCH(a.device(), matmul, a, b, c, ta, tb, false);
   return c;
 }
 

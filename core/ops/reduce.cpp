@@ -8,7 +8,7 @@ namespace flextp {
 
 Tensor sum(const Tensor& x) {
   Tensor out = Tensor::empty({}, x.dtype(), x.device());
-  FLEXTP_DISPATCH_CPU_ONLY(x.device(), sum_all, x, out);
+  FLEXTP_DISPATCH(x.device(), sum_all, x, out);
   Shape shape = x.shape();
   record("sum", out, {x}, [shape](const Tensor& g, const std::vector<bool>&) {
     // d sum / dx = 1 everywhere: the scalar gradient, broadcast.

@@ -1,5 +1,7 @@
 #include "core/ops/shape_ops.h"
 
+#include <cstring>
+
 #include "core/autograd.h"
 #include "core/dispatch.h"
 
@@ -64,12 +66,12 @@ Tensor concat_rows(const std::vector<Tensor>& parts) {
     shape[0] += p.size(0);
   }
   Tensor out = Tensor::empty(shape, first.dtype(), first.device());
+  Tensor packed = out.detach();
+  FLEXTP_DISPATCH(out.device(), pack, parts, packed);
   std::vector<int64_t> starts;
   int64_t at = 0;
   for (const Tensor& p : parts) {
     starts.push_back(at);
-    Tensor dst = slice_rows(out.detach(), at, p.size(0));
-    dst.copy_from(p);
     at += p.size(0);
   }
   std::vector<int64_t> lens;
@@ -82,5 +84,15 @@ Tensor concat_rows(const std::vector<Tensor>& parts) {
   });
   return out;
 }
+
+namespace cpu {
+void pack(const std::vector<Tensor>& parts, Tensor& out) {
+  char* dst = static_cast<char*>(out.raw());
+  for (const Tensor& p : parts) {
+    if (p.nbytes()) std::memcpy(dst, p.raw(), p.nbytes());
+    dst += p.nbytes();
+  }
+}
+}  // namespace cpu
 
 }  // namespace flextp

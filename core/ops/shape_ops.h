@@ -14,4 +14,13 @@ Tensor slice_rows(const Tensor& x, int64_t start, int64_t len);
 // Concatenation along dim 0 (all other dimensions equal).
 Tensor concat_rows(const std::vector<Tensor>& parts);
 
+// Packs parts one after another into out (same device, bytes in order): how units are packed for
+// a transfer and unpacked into a parameter's new rows. Not recorded by autograd.
+namespace cpu {
+void pack(const std::vector<Tensor>& parts, Tensor& out);
+}
+namespace cuda {
+void pack(const std::vector<Tensor>& parts, Tensor& out);
+}
+
 }  // namespace flextp

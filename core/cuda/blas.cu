@@ -1,0 +1,82 @@
+// cuBLAS is column-major; a row-major matrix read as column-major is its transpose. So the row-major
+// C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T, with the operands swapped.
+#include <cublas_v2.h>
+
+#include <array>
+#include <mutex>
+
+#include "core/cuda/blas.h"
+#include "core/cuda/cuda_runtime_api.h"
+#include "core/cuda/launch.h"
+
+namespace flextp::cuda {
+namespace {
+
+#define FLEXTP_CUBLAS(call)                                                                   \
+  do {                                                                                        \
+    cublasStatus_t flextp_s_ = (call);                                                        \
+    FLEXTP_CHECK(flextp_s_ == CUBLAS_STATUS_SUCCESS, "cuBLAS call ", #call, " failed: ",      \
+                 cublasGetStatusName(flextp_s_), " (", cublasGetStatusString(flextp_s_), ")"); \
+  } while (0)
+
+cublasHandle_t handle() {
+  static std::array<cublasHandle_t, 64> handles{};
+  static std::mutex mu;
+  int device = 0;
+  FLEXTP_CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mu);
+  if (!handles.at(device)) FLEXTP_CUBLAS(cublasCreate(&handles[device]));
+  FLEXTP_CUBLAS(cublasSetStream(handles[device], stream()));
+  return handles[device];
+}
+
+int as_int(int64_t v, const char* what) {
+  FLEXTP_CHECK(v >= 0 && v <= INT32_MAX, "cuBLAS gemm: ", what, " = ", v, " does not fit an int");
+  return static_cast<int>(v);
+}
+
+template <typename T>
+struct Types;
+template <>
+struct Types<float> {
+  static constexpr cudaDataType_t data = CUDA_R_32F;
+  static cublasComputeType_t compute() {
+    return allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  }
+};
+template <>
+struct Types<double> {
+  static constexpr cudaDataType_t data = CUDA_R_64F;
+  static cublasComputeType_t compute() { return CUBLAS_COMPUTE_64F; }
+};
+
+}  // namespace
+
+template <typename T>
+void gemm(int64_t m, int64_t n, int64_t k, RowOperand<T> a, RowOperand<T> b, T* c, int64_t ldc,
+          int64_t stride_c, int64_t batch, T alpha, T beta) {
+  if (m == 0 || n == 0 || batch == 0) return;
+  if (k == 0) {  // an empty sum (a rank holding no units): C = beta C, and cuBLAS rejects ld 0
+    FLEXTP_CHECK(beta == T(0) || beta == T(1), "cuBLAS gemm with k = 0 and beta ", beta);
+    if (beta == T(0))
+      for (int64_t s = 0; s < batch; ++s)
+        FLEXTP_CUDA_CHECK(cudaMemset2DAsync(c + s * stride_c, ldc * sizeof(T), 0, n * sizeof(T), m, stream()));
+    return;
+  }
+  // Column-major: C^T (n x m) = op(B)^T (n x k) op(A)^T (k x m). The column-major view of a stored
+  // row-major operand is its transpose, so op(B)^T needs a transpose exactly when b.trans is set.
+  cublasOperation_t op_b = b.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t op_a = a.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  FLEXTP_CUBLAS(cublasGemmStridedBatchedEx(
+      handle(), op_b, op_a, as_int(n, "n"), as_int(m, "m"), as_int(k, "k"), &alpha, b.ptr,
+      Types<T>::data, as_int(b.ld, "ldb"), b.stride, a.ptr, Types<T>::data, as_int(a.ld, "lda"),
+      a.stride, &beta, c, Types<T>::data, as_int(ldc, "ldc"), stride_c, as_int(batch, "batch"),
+      Types<T>::compute(), CUBLAS_GEMM_DEFAULT));
+}
+
+template void gemm<float>(int64_t, int64_t, int64_t, RowOperand<float>, RowOperand<float>, float*,
+                          int64_t, int64_t, int64_t, float, float);
+template void gemm<double>(int64_t, int64_t, int64_t, RowOperand<double>, RowOperand<double>,
+                           double*, int64_t, int64_t, int64_t, double, double);
+
+}  // namespace flextp::cuda

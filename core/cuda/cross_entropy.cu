@@ -1,0 +1,157 @@
+// GPU kernels of core/ops/cross_entropy.h and core/ops/sharded_cross_entropy.h: one block per row
+// of logits. The targets are checked and counted on the host (a few kilobytes).
+#include <vector>
+
+#include "core/cuda/launch.h"
+#include "core/ops/cross_entropy.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/reduce.h"
+#include "core/ops/sharded_cross_entropy.h"
+
+namespace flextp::cuda {
+namespace {
+
+template <typename T>
+__device__ T row_max(const T* row, int64_t v) {
+  T m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < v; j += blockDim.x) m = max(m, row[j]);
+  return block_max(m);
+}
+
+template <typename T>
+__device__ T row_sum_exp(const T* row, int64_t v, T m) {
+  T s = 0;
+  for (int64_t j = threadIdx.x; j < v; j += blockDim.x) s += exp(row[j] - m);
+  return block_sum(s);
+}
+
+template <typename T>
+__global__ void ce_forward_kernel(const T* logits, const int32_t* targets, int32_t ignore, int64_t v,
+                                  T* lse, T* row_loss) {
+  const T* row = logits + blockIdx.x * static_cast<size_t>(v);
+  T m = row_max(row, v);
+  T l = m + log(row_sum_exp(row, v, m));
+  if (threadIdx.x == 0) {
+    int32_t t = targets[blockIdx.x];
+    lse[blockIdx.x] = l;
+    row_loss[blockIdx.x] = t == ignore ? T(0) : l - row[t];
+  }
+}
+
+// d[i, j] = scale_i (exp(x[i, j] - lse[i]) - [j == target_i]); scale_i = 0 drops row i.
+template <typename T>
+__global__ void ce_backward_kernel(const T* logits, const int32_t* targets, const T* lse,
+                                   const T* row_scale, T uniform_scale, int32_t ignore, int64_t v,
+                                   T* d) {
+  size_t base = blockIdx.x * static_cast<size_t>(v);
+  int32_t t = targets[blockIdx.x];
+  T s = row_scale ? row_scale[blockIdx.x] : (t == ignore ? T(0) : uniform_scale);
+  T l = lse[blockIdx.x];
+  for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
+    d[base + j] = s == T(0) ? T(0) : s * (exp(logits[base + j] - l) - (j == t ? T(1) : T(0)));
+}
+
+template <typename T>
+__global__ void sharded_max_kernel(const T* logits, int64_t v, T* out) {
+  T m = row_max(logits + blockIdx.x * static_cast<size_t>(v), v);
+  if (threadIdx.x == 0) out[blockIdx.x] = m;
+}
+
+template <typename T>
+__global__ void sharded_sums_kernel(const T* logits, const T* row_max_in, const int32_t* target,
+                                    int64_t v, T* sum_exp, T* target_logit) {
+  const T* row = logits + blockIdx.x * static_cast<size_t>(v);
+  T s = v ? row_sum_exp(row, v, row_max_in[blockIdx.x]) : T(0);
+  if (threadIdx.x == 0) {
+    sum_exp[blockIdx.x] = s;
+    target_logit[blockIdx.x] = target[blockIdx.x] >= 0 ? row[target[blockIdx.x]] : T(0);
+  }
+}
+
+// Checks the targets and returns how many rows count.
+int64_t checked_count(const Tensor& targets, int64_t vocab, int32_t ignore_index) {
+  std::vector<int32_t> t = targets.to_vector<int32_t>();
+  int64_t counted = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    FLEXTP_CHECK(t[i] == ignore_index || (t[i] >= 0 && t[i] < vocab), "cross_entropy: target ",
+                 t[i], " of row ", i, " is outside the ", vocab, " classes");
+    counted += t[i] != ignore_index;
+  }
+  return counted;
+}
+
+}  // namespace
+
+int64_t cross_entropy_forward(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
+                              Tensor& loss, Tensor& lse) {
+  int64_t n = logits.size(0), v = logits.size(1);
+  int64_t counted = checked_count(targets, v, ignore_index);
+  if (n == 0 || counted == 0) {
+    loss.zero_();
+    if (n) lse.zero_();
+    if (n == 0) return counted;
+  }
+  Tensor row_loss = Tensor::empty({n}, logits.dtype(), logits.device());
+  dispatch_float(logits.dtype(), "cross_entropy", [&](auto tag) {
+    using T = decltype(tag);
+    ce_forward_kernel<T><<<n, kBlock, 0, stream()>>>(logits.data<T>(), targets.data<int32_t>(),
+                                                     ignore_index, v, lse.data<T>(), row_loss.data<T>());
+  });
+  FLEXTP_CUDA_LAUNCHED("cross_entropy");
+  if (counted == 0) return 0;
+  sum_all(row_loss, loss);
+  scale(loss, 1.0 / static_cast<double>(counted), loss);
+  return counted;
+}
+
+void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                            int32_t ignore_index, double scale_by, Tensor& dlogits) {
+  int64_t n = logits.size(0), v = logits.size(1);
+  if (n == 0 || v == 0) return;
+  dispatch_float(logits.dtype(), "cross_entropy backward", [&](auto tag) {
+    using T = decltype(tag);
+    ce_backward_kernel<T><<<n, kBlock, 0, stream()>>>(logits.data<T>(), targets.data<int32_t>(),
+                                                      lse.data<T>(), nullptr, T(scale_by),
+                                                      ignore_index, v, dlogits.data<T>());
+  });
+  FLEXTP_CUDA_LAUNCHED("cross_entropy backward");
+}
+
+void sharded_ce_row_max(const Tensor& logits, Tensor& row_max_out) {
+  int64_t n = logits.size(0), v = logits.size(1);
+  if (n == 0) return;
+  dispatch_float(logits.dtype(), "cross-entropy row max", [&](auto tag) {
+    using T = decltype(tag);
+    sharded_max_kernel<T><<<n, kBlock, 0, stream()>>>(logits.data<T>(), v, row_max_out.data<T>());
+  });
+  FLEXTP_CUDA_LAUNCHED("cross-entropy row max");
+}
+
+void sharded_ce_sums(const Tensor& logits, const Tensor& row_max_in, const Tensor& local_target,
+                     Tensor& sum_exp, Tensor& target_logit) {
+  int64_t n = logits.size(0), v = logits.size(1);
+  if (n == 0) return;
+  dispatch_float(logits.dtype(), "cross-entropy sums", [&](auto tag) {
+    using T = decltype(tag);
+    sharded_sums_kernel<T><<<n, kBlock, 0, stream()>>>(logits.data<T>(), row_max_in.data<T>(),
+                                                       local_target.data<int32_t>(), v,
+                                                       sum_exp.data<T>(), target_logit.data<T>());
+  });
+  FLEXTP_CUDA_LAUNCHED("cross-entropy sums");
+}
+
+void sharded_ce_backward(const Tensor& logits, const Tensor& local_target, const Tensor& lse,
+                         const Tensor& row_scale, Tensor& dlogits) {
+  int64_t n = logits.size(0), v = logits.size(1);
+  if (n == 0 || v == 0) return;
+  dispatch_float(logits.dtype(), "cross-entropy backward", [&](auto tag) {
+    using T = decltype(tag);
+    // A local target of -1 matches no column, so the one-hot term is dropped on this rank.
+    ce_backward_kernel<T><<<n, kBlock, 0, stream()>>>(logits.data<T>(), local_target.data<int32_t>(),
+                                                      lse.data<T>(), row_scale.data<T>(), T(0),
+                                                      kNoIgnore, v, dlogits.data<T>());
+  });
+  FLEXTP_CUDA_LAUNCHED("cross-entropy backward");
+}
+
+}  // namespace flextp::cuda

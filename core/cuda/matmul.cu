@@ -1,0 +1,21 @@
+// GPU side of core/ops/matmul.h: one strided-batched cuBLAS GEMM per call.
+#include "core/cuda/blas.h"
+#include "core/cuda/launch.h"
+#include "core/ops/matmul.h"
+
+namespace flextp::cuda {
+
+void matmul(const Tensor& a, const Tensor& b, Tensor& c, bool ta, bool tb, bool accumulate) {
+  int64_t batch = c.ndim() == 3 ? c.size(0) : 1;
+  int64_t m = c.size(-2), n = c.size(-1);
+  int64_t k = a.size(ta ? -2 : -1);
+  dispatch_float(c.dtype(), "matmul", [&](auto tag) {
+    using T = decltype(tag);
+    // Stored shapes: a is [m, k] ([k, m] if ta), b is [k, n] ([n, k] if tb).
+    RowOperand<T> ra{a.data<T>(), ta ? m : k, m * k, ta};
+    RowOperand<T> rb{b.data<T>(), tb ? k : n, k * n, tb};
+    gemm<T>(m, n, k, ra, rb, c.data<T>(), n, m * n, batch, T(1), accumulate ? T(1) : T(0));
+  });
+}
+
+}  // namespace flextp::cuda

@@ -1,0 +1,58 @@
+// GPU side of the pack of core/ops/shape_ops.h: all parts in one launch (a repartition packs
+// dozens of unit slices per destination), instead of one copy call per part.
+#include <vector>
+
+#include "core/cuda/cuda_runtime_api.h"
+#include "core/cuda/launch.h"
+#include "core/ops/shape_ops.h"
+
+namespace flextp::cuda {
+namespace {
+
+// Part k holds bytes [start[k], start[k + 1]) of out; units are 4-byte words when all sizes and
+// addresses allow, else bytes.
+template <typename W>
+__global__ void pack_kernel(const uint64_t* src, const uint64_t* start, int parts, W* out,
+                            size_t total) {
+  FLEXTP_CUDA_GRID_LOOP(i, total) {
+    int lo = 0, hi = parts - 1;  // the last part whose start is <= i
+    while (lo < hi) {
+      int mid = (lo + hi + 1) / 2;
+      if (start[mid] <= i) lo = mid; else hi = mid - 1;
+    }
+    out[i] = reinterpret_cast<const W*>(src[lo])[i - start[lo]];
+  }
+}
+
+}  // namespace
+
+void pack(const std::vector<Tensor>& parts, Tensor& out) {
+  std::vector<uint64_t> table;  // source addresses, then start offsets (in bytes for now)
+  std::vector<uint64_t> starts;
+  size_t at = 0;
+  bool words = reinterpret_cast<uintptr_t>(out.raw()) % 4 == 0;
+  for (const Tensor& p : parts) {
+    if (p.nbytes() == 0) continue;
+    FLEXTP_CHECK(p.is_cuda(), "pack: part ", p.str(), " is not on the GPU");
+    table.push_back(reinterpret_cast<uintptr_t>(p.raw()));
+    starts.push_back(at);
+    words = words && p.nbytes() % 4 == 0 && reinterpret_cast<uintptr_t>(p.raw()) % 4 == 0;
+    at += p.nbytes();
+  }
+  if (table.empty()) return;
+  size_t unit = words ? 4 : 1;
+  for (uint64_t& s : starts) s /= unit;
+  int n = static_cast<int>(table.size());
+  table.insert(table.end(), starts.begin(), starts.end());
+  Tensor dev(Tensor::empty({static_cast<int64_t>(table.size() * 2)}, DType::I32, out.device()));
+  cuda::memcpy(dev.raw(), true, table.data(), false, table.size() * sizeof(uint64_t));
+  const uint64_t* d = static_cast<const uint64_t*>(dev.raw());
+  size_t total = at / unit;
+  if (words)
+    pack_kernel<uint32_t><<<grid_for(total), kBlock, 0, stream()>>>(d, d + n, n, static_cast<uint32_t*>(out.raw()), total);
+  else
+    pack_kernel<unsigned char><<<grid_for(total), kBlock, 0, stream()>>>(d, d + n, n, static_cast<unsigned char*>(out.raw()), total);
+  FLEXTP_CUDA_LAUNCHED("pack");
+}
+
+}  // namespace flextp::cuda
