@@ -17,6 +17,8 @@
 #include "train_options.h"
 #include "train_progress.h"
 #include "core/autograd.h"
+#include "core/cuda/cuda_runtime_api.h"
+#include "core/device_choice.h"
 #include "data/batches.h"
 #include "data/token_files.h"
 #include "nn/checkpoint.h"
@@ -26,6 +28,7 @@
 #include "nn/unit_costs.h"
 #include "parallel/balancer.h"
 #include "parallel/mpi_communicator.h"
+#include "parallel/nccl_communicator.h"
 #include "parallel/straggler.h"
 #include "parallel/unit_rows.h"
 
@@ -188,10 +191,12 @@ nlohmann::json rank_table(const Balancer& b) {
   return ranks;
 }
 
-int run(const TrainOptions& o, const CLI::App& app, Communicator& world) {
+int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device device) {
   // Every collective of the run goes through the step clock: it measures compute and waiting,
   // and emulates a slower rank when asked to.
   StepClock comm(world, slowdown(o, world.size()));
+  comm.set_sync_gpu(device.is_cuda());
+  cuda::set_allow_tf32(o.tf32);
   std::unique_ptr<Contention> contention;
   for (const std::string& spec : o.contend) {
     auto [rank, threads] = parse_contend(spec);
@@ -216,6 +221,7 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world) {
 
   Partition partition = initial_partition(o, c, comm.size());
   GPT model(c, LocalUnits::of_rank(c, partition, comm.rank()), &comm);
+  model.to(device);  // initialised on the host (the same numbers on every device), then moved
   std::vector<Parameter*> params = model.parameters();
   set_weight_decay(params, o.no_decay);
   model.set_imputation(o.impute == "stale" ? Impute::Stale : Impute::Zero);
@@ -251,10 +257,10 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world) {
     metrics.open(o.metrics, std::ios::app);
     FLEXTP_CHECK(metrics, "cannot open --metrics file ", o.metrics);
   }
-  say("flextp: %s, %lld parameters, %lld train / %lld val tokens, batch %lld x %lld\n",
+  say("flextp: %s, %lld parameters, %lld train / %lld val tokens, batch %lld x %lld, on %s%s\n",
               c.str().c_str(), (long long)[&] { int64_t n = 0; for (auto* p : params) n += numel(logical_shape(*p)); return n; }(),
               (long long)train_tokens.size(), (long long)val_tokens.size(), (long long)o.batch,
-              (long long)o.seq_len);
+              (long long)o.seq_len, device.str().c_str(), device.is_cuda() && o.tf32 ? " (TF32 matmuls)" : "");
   say("unigram entropy of the training tokens: %.4f nats (a context-free model's loss)\n",
       unigram_entropy(train_tokens));
   if (comm.size() > 1) say("tensor parallel: %d ranks over %s; units per rank: %s\n", comm.size(), comm.backend(),
@@ -389,8 +395,17 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<Communicator> comm;
   try {
-    comm = mpi ? make_mpi_communicator() : make_single_process_communicator();
-    return run(o, app, *comm);
+    Device device = choose_device(o.device);
+    // Ranks on GPUs talk over NCCL (device memory, no host staging); MPI only brings them up.
+    // --comm-backend mpi stages GPU tensors through the host instead: NCCL refuses two ranks
+    // on one GPU, MPI does not.
+    FLEXTP_CHECK(o.comm_backend != "nccl" || device.is_cuda(), "--comm-backend nccl needs --device cuda");
+    bool nccl = o.comm_backend == "nccl" || (o.comm_backend == "auto" && device.is_cuda());
+    if (mpi && nccl)
+      comm = make_nccl_communicator(device.index);
+    else
+      comm = mpi ? make_mpi_communicator() : make_single_process_communicator();
+    return run(o, app, *comm, device);
   } catch (const std::exception& e) {
     std::fflush(stdout);  // the log lines before the error come first
     if (comm && comm->size() > 1)

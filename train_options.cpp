@@ -38,6 +38,10 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--prompt", o.prompt, "text the sample continues");
   app.add_option("--temperature", o.temperature, "sampling temperature (0: greedy)")->check(non_negative);
   app.add_option("--top-k", o.top_k, "sample among the k likeliest (0: all)")->check(non_negative);
+  app.add_option("--device", o.device, "cpu, cuda (each rank takes the GPU of its local rank) or cuda:N");
+  app.add_option("--comm-backend", o.comm_backend, "auto (NCCL when --device cuda under mpirun), mpi or nccl")
+      ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
+  app.add_flag("--tf32", o.tf32, "GPU: f32 matmuls on TF32 tensor cores (faster, 10-bit mantissa inputs)");
   app.add_flag("--eval-only", o.eval_only, "print the validation loss of --load on --data and exit");
   app.add_option("--tokenizer", o.tokenizer, "byte (256 ids, no files) or gpt2 (GPT-2's BPE, 50257 ids)")
       ->check(CLI::IsMember({"byte", "gpt2"}));

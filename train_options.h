@@ -20,6 +20,9 @@ struct TrainOptions {
          temperature = 0.8, momentum = 0.9;
   uint64_t seed = 1337;
   bool eval_only = false;
+  std::string device = "cpu";  // cpu, cuda (one GPU per local rank) or cuda:N
+  bool tf32 = false;
+  std::string comm_backend = "auto";  // auto: NCCL for GPU ranks under mpirun, MPI otherwise
   std::string tokenizer = "byte", tokenizer_dir, export_hf;
   int64_t keep_last = 0, max_bad_steps = 10;
   double rank_timeout = 600;  // seconds a collective may wait before a rank gives up on its peers

@@ -43,9 +43,10 @@ GPT::GPT(const GPTConfig& c, const LocalUnits& units, Communicator* comm)
   ln_f_ = &add_module(std::make_unique<LayerNorm>("ln_f", c.n_embd, c.dtype));
 }
 
-Tensor GPT::hidden(const Tensor& ids) const {
-  FLEXTP_CHECK(ids.dtype() == DType::I32 && ids.ndim() == 2, "GPT: token ids must be i32 [B, T], got ",
-               ids.str());
+Tensor GPT::hidden(const Tensor& ids_any) const {
+  FLEXTP_CHECK(ids_any.dtype() == DType::I32 && ids_any.ndim() == 2, "GPT: token ids must be i32 [B, T], got ",
+               ids_any.str());
+  Tensor ids = ids_any.to(wte.value.device());  // token ids may come from the host
   FLEXTP_CHECK(ids.size(1) <= config_.n_positions, "GPT: sequence length ", ids.size(1),
                " exceeds n_positions ", config_.n_positions);
   int64_t t = ids.size(1);
@@ -86,7 +87,7 @@ Tensor GPT::loss(const Tensor& ids, const Tensor& targets) const {
                " must have the shape of ids ", ids.str());
   Tensor l = local_logits(ids);  // [B, T, Vl]
   int64_t n = ids.numel();
-  return vocab_parallel_cross_entropy(reshape(l, {n, l.size(-1)}), reshape(targets, {n}),
+  return vocab_parallel_cross_entropy(reshape(l, {n, l.size(-1)}), reshape(targets.to(l.device()), {n}),
                                       vocab_layout(), comm_);
 }
 

@@ -10,6 +10,16 @@ std::vector<Parameter*> Module::parameters() {
   return out;
 }
 
+void Module::to(Device device) {
+  for (Parameter* p : parameters()) {
+    if (p->value.device() == device) continue;
+    bool grad = p->value.requires_grad();
+    p->value = p->value.detach().to(device);
+    p->value.set_requires_grad(grad);
+    for (auto& [name, t] : p->state) t = t.to(device);
+  }
+}
+
 Parameter& Module::add_parameter(const std::string& name, Tensor value, bool weight_decay) {
   auto p = std::make_unique<Parameter>();
   p->name = child_prefix(name);

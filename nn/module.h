@@ -18,6 +18,8 @@ class Module {
 
   // All parameters of this module and its children, in registration order.
   std::vector<Parameter*> parameters();
+  // Moves every parameter (value and optimizer state) to a device; they stay leaves.
+  void to(Device device);
   const std::string& prefix() const { return prefix_; }
 
  protected:

@@ -7,20 +7,19 @@
 #include "core/ops/reduce.h"
 
 namespace flextp {
-namespace {
-double squared_norm(const Tensor& g) {
-  NoGradGuard ng;
-  return sum(mul(g, g)).item();
-}
-}  // namespace
-
 double grad_norm(const std::vector<Parameter*>& params, Communicator* comm) {
-  double split = 0, replicated = 0;
+  // Summed where the gradients live and read once: on a GPU one sync per step, not per parameter.
+  NoGradGuard ng;
+  Tensor split_sq, replicated_sq;
   for (Parameter* p : params) {
     Tensor g = p->grad();
     if (!g.defined()) continue;
-    (p->replicated() ? replicated : split) += squared_norm(g);
+    Tensor& acc = p->replicated() ? replicated_sq : split_sq;
+    Tensor sq = sum(mul(g, g));
+    acc = acc.defined() ? add(acc, sq) : sq;
   }
+  double split = split_sq.defined() ? split_sq.item() : 0.0;
+  double replicated = replicated_sq.defined() ? replicated_sq.item() : 0.0;
   if (comm && comm->size() > 1) {
     Tensor t = Tensor::from_vector<double>({split}, {1});
     comm->all_reduce(t);

@@ -31,9 +31,15 @@ ncclDataType_t nccl_type(DType t) {
   return ncclFloat32;
 }
 
-void require_gpu(const Tensor& t, const char* op) {
-  FLEXTP_CHECK(t.is_cuda(), "NCCL ", op, " needs GPU tensors, got ", t.str());
-}
+// NCCL reads and writes GPU memory only; the small host tensors of the balancing logic (speeds,
+// norms, statistics) are staged through the GPU and copied back.
+struct Staged {
+  Tensor host, gpu;
+  Staged(const Tensor& t, int device) : host(t), gpu(t.is_cuda() ? t : t.to(Device::cuda(device))) {}
+  void copy_back() {
+    if (!host.is_cuda()) host.copy_from(gpu);
+  }
+};
 
 class NcclCommunicator : public Communicator {
  public:
@@ -54,23 +60,28 @@ class NcclCommunicator : public Communicator {
   const char* backend() const override { return "nccl"; }
 
   void all_reduce(Tensor& t, ReduceOp op) override {
-    require_gpu(t, "all_reduce");
-    FLEXTP_NCCL(ncclAllReduce(t.raw(), t.raw(), t.numel(), nccl_type(t.dtype()),
+    Staged st(t, device_);
+    FLEXTP_NCCL(ncclAllReduce(st.gpu.raw(), st.gpu.raw(), t.numel(), nccl_type(t.dtype()),
                               op == ReduceOp::Sum ? ncclSum : ncclMax, comm_, stream_));
     wait();
+    st.copy_back();
   }
   void broadcast(Tensor& t, int root) override {
-    require_gpu(t, "broadcast");
-    FLEXTP_NCCL(ncclBroadcast(t.raw(), t.raw(), t.nbytes(), ncclUint8, root, comm_, stream_));
+    Staged st(t, device_);
+    FLEXTP_NCCL(ncclBroadcast(st.gpu.raw(), st.gpu.raw(), t.nbytes(), ncclUint8, root, comm_, stream_));
     wait();
+    st.copy_back();
   }
   void all_gather(const Tensor& in, Tensor& out) override {
-    require_gpu(in, "all_gather");
-    FLEXTP_NCCL(ncclAllGather(in.raw(), out.raw(), in.nbytes(), ncclUint8, comm_, stream_));
+    Staged si(in, device_), so(out, device_);
+    FLEXTP_NCCL(ncclAllGather(si.gpu.raw(), so.gpu.raw(), in.nbytes(), ncclUint8, comm_, stream_));
     wait();
+    so.copy_back();
   }
-  void all_gather_v(const Tensor& in, Tensor& out, const std::vector<int64_t>& rows_of) override {
-    require_gpu(in, "all_gather_v");
+  void all_gather_v(const Tensor& in_any, Tensor& out_any, const std::vector<int64_t>& rows_of) override {
+    Staged si(in_any, device_), so(out_any, device_);
+    const Tensor& in = si.gpu;
+    Tensor& out = so.gpu;
     // One broadcast per rank's block, grouped into one launch.
     int64_t total_rows = 0;
     for (int64_t r : rows_of) total_rows += r;
@@ -85,21 +96,32 @@ class NcclCommunicator : public Communicator {
     }
     FLEXTP_NCCL(ncclGroupEnd());
     wait();
+    so.copy_back();
   }
   void reduce_scatter(const Tensor& in, Tensor& out) override {
-    require_gpu(in, "reduce_scatter");
-    FLEXTP_NCCL(ncclReduceScatter(in.raw(), out.raw(), out.numel(), nccl_type(in.dtype()), ncclSum, comm_, stream_));
+    Staged si(in, device_), so(out, device_);
+    FLEXTP_NCCL(ncclReduceScatter(si.gpu.raw(), so.gpu.raw(), out.numel(), nccl_type(in.dtype()), ncclSum, comm_, stream_));
     wait();
+    so.copy_back();
   }
   void send_recv(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) override {
+    std::vector<Staged> ss, rs;
+    for (const Transfer& s : sends) ss.emplace_back(s.buffer, device_);
+    for (const Transfer& r : recvs) rs.emplace_back(r.buffer, device_);
     FLEXTP_NCCL(ncclGroupStart());
-    for (const Transfer& r : recvs) FLEXTP_NCCL(ncclRecv(r.buffer.raw(), r.buffer.nbytes(), ncclUint8, r.peer, comm_, stream_));
-    for (const Transfer& s : sends) FLEXTP_NCCL(ncclSend(s.buffer.raw(), s.buffer.nbytes(), ncclUint8, s.peer, comm_, stream_));
+    for (size_t i = 0; i < recvs.size(); ++i)
+      FLEXTP_NCCL(ncclRecv(rs[i].gpu.raw(), rs[i].gpu.nbytes(), ncclUint8, recvs[i].peer, comm_, stream_));
+    for (size_t i = 0; i < sends.size(); ++i)
+      FLEXTP_NCCL(ncclSend(ss[i].gpu.raw(), ss[i].gpu.nbytes(), ncclUint8, sends[i].peer, comm_, stream_));
     FLEXTP_NCCL(ncclGroupEnd());
     wait();
+    for (Staged& r : rs) r.copy_back();
   }
-  void all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_bytes, Tensor& recv,
+  void all_to_all_v(const Tensor& send_any, const std::vector<int64_t>& send_bytes, Tensor& recv_any,
                     const std::vector<int64_t>& recv_bytes) override {
+    Staged ss(send_any, device_), rs(recv_any, device_);
+    const Tensor& send = ss.gpu;
+    Tensor& recv = rs.gpu;
     size_t s_at = 0, r_at = 0;
     FLEXTP_NCCL(ncclGroupStart());
     for (int r = 0; r < size_; ++r) {
@@ -110,6 +132,7 @@ class NcclCommunicator : public Communicator {
     }
     FLEXTP_NCCL(ncclGroupEnd());
     wait();
+    rs.copy_back();
   }
   void barrier() override {
     Tensor one = Tensor::ones({1}, DType::F32, Device::cuda(device_));

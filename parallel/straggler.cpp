@@ -1,5 +1,7 @@
 #include "parallel/straggler.h"
 
+#include "core/cuda/cuda_runtime_api.h"
+
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -115,6 +117,8 @@ void StepClock::begin_step(int64_t step) {
 }
 
 void StepClock::end_segment() {
+  // GPU kernels run behind the host: the segment's compute ends when they have finished.
+  if (sync_gpu_) cuda::synchronize();
   double worked = now_ms() - segment_start_;
   if (factor_ > 1.0 && worked > 0) {
     auto extra = std::chrono::duration<double, std::milli>((factor_ - 1.0) * worked);

@@ -69,6 +69,8 @@ class StepClock : public Communicator {
   // Bookkeeping collectives (the monitor's own all-gather) that must not count as waiting.
   Communicator& untimed() { return inner_; }
   void set_reduce_method(ReduceMethod m) { reduce_ = m; }
+  // Training on a GPU: wait for its queued kernels before reading the clock.
+  void set_sync_gpu(bool on) { sync_gpu_ = on; }
 
  private:
   template <typename F>
@@ -77,6 +79,7 @@ class StepClock : public Communicator {
   SlowdownSchedule schedule_;
   double factor_ = 1.0, compute_ms_ = 0, wait_ms_ = 0, segment_start_ = 0;
   ReduceMethod reduce_ = ReduceMethod::AllReduce;
+  bool sync_gpu_ = false;
 };
 
 // Real contention: busy threads spinning beside this process for its lifetime.

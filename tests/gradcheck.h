@@ -2,19 +2,66 @@
 // The gradient harness every op test uses: runs the op in double precision, backpropagates a
 // random projection of its output, and compares every input gradient with central finite
 // differences of the same projection. Double precision lets the tolerance be tight (1e-6).
+// One test source, two devices: every check runs on the CPU and again on the GPU when this build
+// has CUDA and a GPU is visible (the CUDA kernels are templates over f32 and f64 too); without
+// one the GPU pass is skipped with a message.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "core/autograd.h"
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/reduce.h"
+#include "core/ops/shape_ops.h"
 #include "core/tensor.h"
 
 namespace flextp::test {
+
+// Whether the GPU passes run; says once per test binary why not.
+inline bool gpu_present() {
+  static const bool present = cuda_compiled() && cuda::device_count() > 0;
+  static bool told = false;
+  if (!present && !told) {
+    const char* why = cuda_compiled() ? "no GPU visible: the CUDA cases of the op tests are skipped"
+                                      : "built without CUDA: the CUDA cases of the op tests are skipped";
+    MESSAGE(std::string(why));
+    told = true;
+  }
+  return present;
+}
+
+// The devices a two-device test runs on: the CPU, and cuda:0 when present.
+inline std::vector<Device> devices() {
+  std::vector<Device> d{Device::cpu()};
+  if (gpu_present()) d.push_back(Device::cuda(0));
+  return d;
+}
+
+// The same tensors on another device, leaves again where the originals require grad.
+inline std::vector<Tensor> on_device(const std::vector<Tensor>& in, Device d) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : in) {
+    Tensor c = t.detach().to(d);
+    if (c.same_storage(t)) c = t.detach().clone();
+    if (t.requires_grad()) c.set_requires_grad(true);
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Entry i of an f64 tensor on any device (the finite differences poke one entry at a time).
+inline void set_entry(const Tensor& x, int64_t i, double v) {
+  if (x.device().is_cpu()) {
+    x.data<double>()[i] = v;
+    return;
+  }
+  NoGradGuard ng;
+  slice_rows(view_as(x.detach(), {x.numel()}), i, 1).copy_from(Tensor::from_vector<double>({v}, {1}));
+}
 
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 
@@ -25,38 +72,44 @@ inline double projected(const Tensor& out, const Tensor& weights) {
   return s;
 }
 
-// Checks the gradient of every f64 input that requires grad, at up to max_entries entries each.
-inline void check_gradients(const Fn& f, std::vector<Tensor> inputs, double tol = 1e-6,
-                            double eps = 1e-6, int64_t max_entries = 200) {
+// Checks the gradient of every f64 input that requires grad, at up to max_entries entries each,
+// on the inputs' device.
+inline void check_gradients_here(const Fn& f, std::vector<Tensor> inputs, double tol, double eps,
+                                 int64_t max_entries) {
   for (Tensor& t : inputs) t.zero_grad();
   Tensor out = f(inputs);
   REQUIRE(out.dtype() == DType::F64);
-  Tensor weights = Tensor::randn(out.shape(), 1234, 99, 0, 1, DType::F64);
+  Tensor weights = Tensor::randn(out.shape(), 1234, 99, 0, 1, DType::F64).to(out.device());
   sum(mul(out, weights)).backward();
   for (size_t k = 0; k < inputs.size(); ++k) {
     Tensor x = inputs[k];
     if (!x.requires_grad()) continue;
     Tensor g = x.grad();
     REQUIRE_MESSAGE(g.defined(), "input ", k, " got no gradient");
-    std::vector<double> analytic = g.to_vector<double>();
-    double* px = x.data<double>();
+    std::vector<double> analytic = g.to_vector<double>(), values = x.to_vector<double>();
     int64_t n = x.numel(), step = std::max<int64_t>(1, n / max_entries);
     for (int64_t i = 0; i < n; i += step) {
-      double saved = px[i];
+      double saved = values[i];
       double up, down;
       {
         NoGradGuard ng;
-        px[i] = saved + eps;
+        set_entry(x, i, saved + eps);
         up = projected(f(inputs), weights);
-        px[i] = saved - eps;
+        set_entry(x, i, saved - eps);
         down = projected(f(inputs), weights);
       }
-      px[i] = saved;
+      set_entry(x, i, saved);
       double numeric = (up - down) / (2 * eps);
-      INFO("input ", k, " entry ", i, ": analytic ", analytic[i], " numeric ", numeric);
+      INFO("on ", x.device().str(), ", input ", k, " entry ", i, ": analytic ", analytic[i], " numeric ", numeric);
       CHECK(std::abs(analytic[i] - numeric) <= tol * (1 + std::abs(numeric)));
     }
   }
+}
+
+inline void check_gradients(const Fn& f, const std::vector<Tensor>& inputs, double tol = 1e-6,
+                            double eps = 1e-6, int64_t max_entries = 200) {
+  check_gradients_here(f, inputs, tol, eps, max_entries);
+  if (gpu_present()) check_gradients_here(f, on_device(inputs, Device::cuda(0)), tol, eps, max_entries);
 }
 
 inline Tensor leaf(const Shape& shape, uint64_t seed, double std = 1.0) {
@@ -86,15 +139,33 @@ inline void check_values(const Tensor& t, const std::vector<double>& expected, d
   }
 }
 
-// The same f32 computation on the CPU and, when a GPU is present, on the GPU: values agree.
+// The same computation on the CPU and, when a GPU is present, on the GPU: the outputs agree, and
+// so do the gradients of the inputs that require grad (of a fixed random projection).
 inline void check_on_gpu(const Fn& f, const std::vector<Tensor>& cpu_inputs, double tol = 1e-5) {
-  if (!cuda_compiled() || cuda::device_count() == 0) {
-    MESSAGE("no GPU here: the CUDA case of this op is skipped");
-    return;
+  if (!gpu_present()) return;
+  auto run = [&](const std::vector<Tensor>& in, std::vector<Tensor>& grads) {
+    for (Tensor t : in) t.zero_grad();
+    Tensor out = f(in);
+    if (out.requires_grad()) {
+      Tensor w = Tensor::randn(out.shape(), 4321, 7, 0, 1, out.dtype()).to(out.device());
+      sum(mul(out, w)).backward();
+    }
+    for (const Tensor& t : in) grads.push_back(t.requires_grad() ? t.grad() : Tensor());
+    return out;
+  };
+  std::vector<Tensor> cpu_grads, gpu_grads;
+  std::vector<Tensor> cpu_in = on_device(cpu_inputs, Device::cpu());
+  Tensor expected = run(cpu_in, cpu_grads);
+  Tensor got = run(on_device(cpu_inputs, Device::cuda(0)), gpu_grads);
+  REQUIRE(got.is_cuda());
+  INFO("GPU against CPU: output");
+  check_close(got.to(Device::cpu()), expected, tol);
+  for (size_t k = 0; k < cpu_grads.size(); ++k) {
+    if (!cpu_grads[k].defined()) continue;
+    INFO("GPU against CPU: gradient of input ", k);
+    REQUIRE(gpu_grads[k].defined());
+    check_close(gpu_grads[k].to(Device::cpu()), cpu_grads[k], tol);
   }
-  std::vector<Tensor> gpu_inputs;
-  for (const Tensor& t : cpu_inputs) gpu_inputs.push_back(t.to(Device::cuda(0)));
-  check_close(f(gpu_inputs).to(Device::cpu()), f(cpu_inputs), tol);
 }
 
 }  // namespace flextp::test

@@ -1,5 +1,6 @@
-// Every op: forward values on a hand-computed case, gradients against finite differences (f64),
-// f32 against f64, the GPU against the CPU where one exists, and bad input.
+// Every op: forward values on a hand-computed case, gradients against finite differences (f64, on
+// the CPU and on the GPU where one exists), f32 against f64, f32 on the GPU against the CPU
+// (values and gradients), and bad input.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -27,7 +28,11 @@ Tensor f32(std::vector<float> v, Shape s) { return Tensor::from_vector<float>(v,
 Tensor i32(std::vector<int32_t> v, Shape s) { return Tensor::from_vector<int32_t>(v, s); }
 std::vector<Tensor> to_f32(const std::vector<Tensor>& in) {
   std::vector<Tensor> out;
-  for (const Tensor& t : in) out.push_back(t.dtype() == DType::F64 ? t.to(DType::F32) : t);
+  for (const Tensor& t : in) {
+    Tensor c = t.dtype() == DType::F64 ? t.detach().to(DType::F32) : t;
+    if (t.requires_grad()) c.set_requires_grad(true);
+    out.push_back(c);
+  }
   return out;
 }
 // The op in f32 agrees with the op in f64 (kernels are one template for both).
@@ -81,6 +86,7 @@ TEST_CASE("sum and mean") {
   CHECK(sum(a).shape() == Shape{});
   check_gradients([](const In& in) { return sum(in[0]); }, {leaf({3, 4}, 1)});
   check_gradients([](const In& in) { return mean(in[0]); }, {leaf({3, 4}, 2)});
+  test::check_on_gpu([](const In& in) { return sum(in[0]); }, to_f32({leaf({1000, 37}, 3)}));
   CHECK_THROWS_WITH_AS(mean(Tensor::zeros({0})), doctest::Contains("empty"), Error);
 }
 
@@ -109,6 +115,9 @@ TEST_CASE("matmul gradients for every transpose combination") {
       check_f32_matches_f64(f, {leaf(sa, 1), leaf(sb, 2)});
       Shape ba = ta ? Shape{2, 5, 3} : Shape{2, 3, 5}, bb = tb ? Shape{2, 4, 5} : Shape{2, 5, 4};
       check_gradients(f, {leaf(ba, 3), leaf(bb, 4)});
+      test::check_on_gpu(f, to_f32({leaf(ba, 3), leaf(bb, 4)}));
+      Shape wa = ta ? Shape{70, 33} : Shape{33, 70}, wb = tb ? Shape{45, 70} : Shape{70, 45};
+      test::check_on_gpu(f, to_f32({leaf(wa, 7), leaf(wb, 8)}), 1e-4);
     }
   check_gradients([](const In& in) { return matmul(in[0], in[1], false, true); },
                   {leaf({2, 3, 5}, 5), leaf({4, 5}, 6)});  // a linear layer on [B, T, C]
@@ -127,7 +136,7 @@ TEST_CASE("gelu: values, gradient") {
   test::check_values(gelu(f32({0, 1, -2}, {3})), {0, 0.8411919906, -0.0454023059}, 1e-6);
   check_gradients([](const In& in) { return gelu(in[0]); }, {leaf({4, 7}, 1, 2.0)});
   check_f32_matches_f64([](const In& in) { return gelu(in[0]); }, {leaf({4, 7}, 1, 2.0)});
-  test::check_on_gpu([](const In& in) { return gelu(in[0]); }, {Tensor::randn({1000}, 2)});
+  test::check_on_gpu([](const In& in) { return gelu(in[0]); }, to_f32({leaf({1000}, 2)}));
 }
 
 // ---------------------------------------------------------------- softmax
@@ -136,6 +145,7 @@ TEST_CASE("softmax: values, gradient") {
   test::check_values(softmax(f32({0, 1, 5, 5}, {2, 2})), {1 / (1 + e), e / (1 + e), 0.5, 0.5});
   check_gradients([](const In& in) { return softmax(in[0]); }, {leaf({3, 2, 6}, 1)});
   check_f32_matches_f64([](const In& in) { return softmax(in[0]); }, {leaf({3, 6}, 2, 10.0)});
+  test::check_on_gpu([](const In& in) { return softmax(in[0]); }, to_f32({leaf({5, 300}, 3, 4.0)}));
 }
 
 // ---------------------------------------------------------------- layernorm
@@ -147,6 +157,7 @@ TEST_CASE("layernorm: values, gradient, shape errors") {
   auto f = [](const In& in) { return layernorm(in[0], in[1], in[2]); };
   check_gradients(f, {leaf({2, 3, 8}, 1), leaf({8}, 2), leaf({8}, 3)});
   check_f32_matches_f64(f, {leaf({2, 3, 8}, 1), leaf({8}, 2), leaf({8}, 3)});
+  test::check_on_gpu(f, to_f32({leaf({4, 70, 300}, 4), leaf({300}, 5), leaf({300}, 6)}), 1e-4);
   CHECK_THROWS_WITH_AS(layernorm(Tensor::zeros({2, 4}), Tensor::ones({3}), Tensor::zeros({4})),
                        doctest::Contains("weight and bias of shape [4]"), Error);
 }
@@ -157,15 +168,21 @@ TEST_CASE("embedding: lookup, scatter-add gradient, bad ids") {
   test::check_values(embedding(i32({2, 0, 2}, {3}), table), {20, 21, 0, 1, 20, 21});
   CHECK(embedding(i32({1, 2, 0, 0}, {2, 2}), table).shape() == Shape{2, 2, 2});
   Tensor ids = i32({1, 3, 1, 0, 1, 4}, {2, 3});  // id 1 three times: gradients add up
-  check_gradients([ids](const In& in) { return embedding(ids, in[0]); }, {leaf({5, 4}, 1)});
+  auto embed = [ids](const In& in) { return embedding(ids.to(in[0].device()), in[0]); };
+  check_gradients(embed, {leaf({5, 4}, 1)});
+  test::check_on_gpu(embed, to_f32({leaf({5, 40}, 3)}));
   CHECK_THROWS_WITH_AS(embedding(i32({3}, {1}), table),
                        doctest::Contains("id 3 at position 0 is outside the table's 3 rows"), Error);
   CHECK_THROWS_WITH_AS(embedding(i32({-2}, {1}), table), doctest::Contains("id -2"), Error);
   // -1: a row held by another rank: zeros out, no gradient.
   test::check_values(embedding(i32({-1, 1}, {2}), table), {0, 0, 10, 11});
   Tensor some_missing = i32({1, -1, 4, -1}, {4});
-  check_gradients([some_missing](const In& in) { return embedding(some_missing, in[0]); }, {leaf({5, 3}, 2)});
+  check_gradients([some_missing](const In& in) { return embedding(some_missing.to(in[0].device()), in[0]); },
+                  {leaf({5, 3}, 2)});
   CHECK_THROWS_WITH_AS(embedding(Tensor::zeros({2}), table), doctest::Contains("must be i32"), Error);
+  if (test::gpu_present())
+    CHECK_THROWS_WITH_AS(embedding(i32({3}, {1}).to(Device::cuda(0)), table.to(Device::cuda(0))),
+                         doctest::Contains("id 3 at position 0 is outside the table's 3 rows"), Error);
 }
 
 // ---------------------------------------------------------------- attention
@@ -209,6 +226,7 @@ TEST_CASE("attention: gradient, f32, zero heads, bad shapes") {
   auto f = [](const In& in) { return attention(in[0], 3); };
   check_gradients(f, {leaf({2, 4, 3 * 3 * 2}, 1)}, 1e-6, 1e-6, 400);
   check_f32_matches_f64(f, {leaf({2, 7, 3 * 3 * 4}, 2)});
+  test::check_on_gpu(f, to_f32({leaf({2, 37, 3 * 3 * 16}, 3)}), 1e-4);
   CHECK(attention(Tensor::zeros({2, 3, 0}), 0).shape() == Shape{2, 3, 0});
   CHECK_THROWS_WITH_AS(attention(Tensor::zeros({2, 3, 10}), 2), doctest::Contains("width 10"),
                        Error);
@@ -225,10 +243,22 @@ TEST_CASE("cross_entropy: values, ignore index, gradient, bad targets") {
   CHECK(cross_entropy(logits, i32({2, -100}, {2})).item() == doctest::Approx(std::log(3.0)));
   CHECK(cross_entropy(logits, i32({-1, -1}, {2}), -1).item() == 0.0);
   Tensor targets = i32({1, 4, -100, 0}, {4});
-  check_gradients([targets](const In& in) { return cross_entropy(in[0], targets); },
-                  {leaf({4, 5}, 1, 3.0)});
-  check_f32_matches_f64([targets](const In& in) { return cross_entropy(in[0], targets); },
-                        {leaf({4, 5}, 1, 3.0)});
+  auto ce = [targets](const In& in) { return cross_entropy(in[0], targets.to(in[0].device())); };
+  check_gradients(ce, {leaf({4, 5}, 1, 3.0)});
+  check_f32_matches_f64(ce, {leaf({4, 5}, 1, 3.0)});
+  Tensor many = Tensor::from_vector<int32_t>([] {
+    std::vector<int32_t> t(64);
+    for (size_t i = 0; i < t.size(); ++i) t[i] = i % 9 == 0 ? -100 : static_cast<int32_t>(i * 37 % 1000);
+    return t;
+  }(), {64});
+  test::check_on_gpu([many](const In& in) { return cross_entropy(in[0], many.to(in[0].device())); },
+                     to_f32({leaf({64, 1000}, 2, 3.0)}));
+  if (test::gpu_present()) {
+    Tensor on_gpu = logits.to(Device::cuda(0));
+    CHECK_THROWS_WITH_AS(cross_entropy(on_gpu, i32({3, 0}, {2}).to(Device::cuda(0))),
+                         doctest::Contains("target 3 of row 0 is outside the 3 classes"), Error);
+    CHECK(cross_entropy(on_gpu, i32({-1, -1}, {2}).to(Device::cuda(0)), -1).item() == 0.0);
+  }
   CHECK_THROWS_WITH_AS(cross_entropy(logits, i32({3, 0}, {2})),
                        doctest::Contains("target 3 of row 0 is outside the 3 classes"), Error);
   CHECK_THROWS_WITH_AS(cross_entropy(logits, i32({0}, {1})), doctest::Contains("targets must be"),
@@ -249,6 +279,7 @@ TEST_CASE("dropout: identity at p = 0, seeded mask, scaled survivors, gradient")
   }
   CHECK(std::abs(kept / 10000.0 - 0.75) < 0.02);
   check_gradients([](const In& in) { return dropout(in[0], 0.3, 5, 6); }, {leaf({6, 6}, 1)});
+  test::check_on_gpu([](const In& in) { return dropout(in[0], 0.25, 1, 2); }, to_f32({leaf({10000}, 2)}));
   CHECK_THROWS_WITH_AS(dropout(x, 1.0, 1, 2), doctest::Contains("[0, 1)"), Error);
 }
 
@@ -261,4 +292,6 @@ TEST_CASE("a two-layer MLP with a LayerNorm trains its gradient end to end") {
   };
   check_gradients(f, {leaf({2, 3, 4}, 1), leaf({6, 4}, 2), leaf({6}, 3), leaf({6, 5}, 4),
                       leaf({5}, 5), leaf({5}, 6)});
+  test::check_on_gpu(f, to_f32({leaf({2, 3, 4}, 1), leaf({6, 4}, 2), leaf({6}, 3), leaf({6, 5}, 4),
+                                leaf({5}, 5), leaf({5}, 6)}));
 }

@@ -12,19 +12,22 @@
 using namespace flextp;
 
 namespace {
-Parameter param(std::vector<double> value, std::vector<double> grad, bool decay = true) {
+Parameter param(std::vector<double> value, std::vector<double> grad, bool decay = true,
+                Device device = Device::cpu()) {
   Parameter p;
   p.name = "p";
-  p.value = Tensor::from_vector(value, {static_cast<int64_t>(value.size())});
+  p.value = Tensor::from_vector(value, {static_cast<int64_t>(value.size())}, device);
   p.value.set_requires_grad(true);
-  p.value.set_grad(Tensor::from_vector(grad, {static_cast<int64_t>(grad.size())}));
+  p.value.set_grad(Tensor::from_vector(grad, {static_cast<int64_t>(grad.size())}, device));
   p.weight_decay = decay;
   return p;
 }
 }  // namespace
 
 TEST_CASE("AdamW: two steps by hand, decoupled decay only where enabled") {
-  Parameter p = param({1.0, -2.0}, {0.5, -0.1}), q = param({1.0}, {0.5}, false);
+  for (Device d : test::devices()) {
+  INFO("on ", d.str());
+  Parameter p = param({1.0, -2.0}, {0.5, -0.1}, true, d), q = param({1.0}, {0.5}, false, d);
   AdamW opt({0.9, 0.999, 1e-8, 0.1});
   double lr = 0.01;
   opt.step({&p, &q}, lr);
@@ -41,15 +44,19 @@ TEST_CASE("AdamW: two steps by hand, decoupled decay only where enabled") {
   test::check_values(slice_rows(p.value, 0, 1), {p0 - lr * (mh / (std::sqrt(vh) + 1e-8) + 0.1 * p0)},
                      1e-12);
   CHECK(opt.steps_taken() == 2);
+  }
 }
 
 TEST_CASE("SGD with momentum") {
-  Parameter p = param({1.0}, {2.0});
+  for (Device d : test::devices()) {
+  INFO("on ", d.str());
+  Parameter p = param({1.0}, {2.0}, true, d);
   SGD opt({0.9, 0.0});
   opt.step({&p}, 0.1);  // buf = 2, p = 1 - 0.2
   test::check_values(p.value, {0.8}, 1e-12);
   opt.step({&p}, 0.1);  // buf = 0.9 * 2 + 2 = 3.8, p = 0.8 - 0.38
   test::check_values(p.value, {0.42}, 1e-12);
+  }
 }
 
 TEST_CASE("cosine schedule with linear warm-up") {
@@ -63,11 +70,14 @@ TEST_CASE("cosine schedule with linear warm-up") {
 }
 
 TEST_CASE("global gradient-norm clipping") {
-  Parameter a = param({0, 0}, {3, 0}), b = param({0}, {4});
+  for (Device d : test::devices()) {
+  INFO("on ", d.str());
+  Parameter a = param({0, 0}, {3, 0}, true, d), b = param({0}, {4}, true, d);
   CHECK(grad_norm({&a, &b}, nullptr) == doctest::Approx(5));
   CHECK(clip_grad_norm({&a, &b}, 10, nullptr) == doctest::Approx(5));
   test::check_values(a.grad(), {3, 0});
   clip_grad_norm({&a, &b}, 1, nullptr);
   test::check_values(a.grad(), {0.6, 0}, 1e-5);
   test::check_values(b.grad(), {0.8}, 1e-5);
+  }
 }

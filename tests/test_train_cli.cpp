@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/safetensors.h"
+#include "tests/gradcheck.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
 
@@ -75,6 +76,13 @@ TEST_CASE("bad flags, files and configurations end with a clear message and stat
   fails_with("--fault-kill 0 --data " + data, "--fault-kill '0' must be RANK:STEP");
   fails_with("--fault-hang 3:1 --data " + data, "--fault-hang names rank 3 but there are only 1");
   fails_with("--fault-nan-steps x", "--fault-nan-steps");
+  fails_with("--device gpu", "unknown device 'gpu' (expected cpu, cuda or cuda:N)");
+  fails_with("--comm-backend gloo", "--comm-backend");
+  fails_with("--comm-backend nccl --data " + data, "--comm-backend nccl needs --device cuda");
+  if (!test::gpu_present()) {  // without a GPU (or CUDA) the flag says why it cannot be honoured
+    fails_with("--device cuda --data " + data, "--device cuda: ");
+    fails_with("--device cuda:1 --data " + data, "--device cuda:1: ");
+  }
   fails_with(std::string(kTiny) + " --data " + data + " --steps 1 --export-hf /proc/flextp", "--export-hf: cannot create directory");
   if (std::filesystem::exists(FLEXTP_SOURCE_DIR "/../shared/gpt2/vocab.bpe"))
     fails_with("--load " + dir.file("m.st") + " --seq-len 16 --tokenizer gpt2 --tokenizer-dir " FLEXTP_SOURCE_DIR "/../shared/gpt2 --data " + data,
@@ -113,6 +121,33 @@ TEST_CASE("under mpirun, a bad partition stops every rank with a clear message, 
 }
 
 using test::read_metrics;
+
+TEST_CASE("on the GPU, training follows the CPU run step by step (skipped without a GPU)") {
+  if (!test::gpu_present()) return;
+  test::TempDir dir("gpu");
+  std::string data = corpus(dir);
+  std::string base = std::string(kTiny) + " --steps 8 --data " + data + " --dropout 0.1 --metrics ";
+  REQUIRE(run_train(base + dir.file("cpu.jsonl")).status == 0);
+  Run gpu = run_train(base + dir.file("gpu.jsonl") + " --device cuda --save " + dir.file("gpu.st"));
+  INFO(gpu.output);
+  REQUIRE(gpu.status == 0);
+  CHECK(gpu.output.find("on cuda:0") != std::string::npos);
+  std::vector<nlohmann::json> a = read_metrics(dir.file("cpu.jsonl")), b = read_metrics(dir.file("gpu.jsonl"));
+  REQUIRE(a.size() == 8);
+  REQUIRE(b.size() == 8);
+  for (size_t s = 0; s < a.size(); ++s)
+    CHECK(b[s]["loss"].get<double>() == doctest::Approx(a[s]["loss"].get<double>()).epsilon(1e-4));
+  // A GPU checkpoint resumes on the CPU.
+  CHECK(run_train(std::string(kTiny) + " --steps 9 --data " + data + " --load " + dir.file("gpu.st")).status == 0);
+  // Two ranks sharing the one GPU, over MPI (NCCL refuses two ranks per GPU): the same losses.
+  std::string mpi = "timeout 300 " + std::string(FLEXTP_MPIRUN) + " -np 2 " + FLEXTP_TRAIN_BINARY + " " + base +
+                    dir.file("tp2.jsonl") + " --device cuda --comm-backend mpi --balance migrate --straggler 1:3:3";
+  REQUIRE(test::run_command(mpi).status == 0);
+  std::vector<nlohmann::json> c = read_metrics(dir.file("tp2.jsonl"));
+  REQUIRE(c.size() == 8);
+  for (size_t s = 0; s < a.size(); ++s)
+    CHECK(c[s]["loss"].get<double>() == doctest::Approx(a[s]["loss"].get<double>()).epsilon(1e-4));
+}
 
 TEST_CASE("a straggler with --balance migrate: units move to the fast ranks, losses do not change") {
   test::TempDir dir("hetero");
