@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The PyTorch side of bench/train_throughput: the same GPT (tied LM head, tanh GELU,
 pre-LayerNorm, AdamW lr 1e-4 betas 0.9/0.999 eps 1e-8, position table sized to T), trained on
-random tokens. Prints one JSON line: tokens/s (median over the timed steps) and peak RSS.
+random tokens. Prints one JSON line: tokens/s (median over the timed steps) and peak memory (RSS
+on the CPU, allocated device memory on a GPU).
 
-usage: torch_gpt.py VOCAB T LAYERS HEADS EMBD BATCH THREADS [STEPS WARMUP]
+usage: torch_gpt.py VOCAB T LAYERS HEADS EMBD BATCH THREADS [STEPS WARMUP [DEVICE PRECISION]]
+  DEVICE cpu or cuda; PRECISION fp32 or tf32 (matmuls and convolutions on TF32 tensor cores)
 """
 import json
 import math
@@ -34,7 +36,7 @@ class Block(nn.Module):
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True) if hasattr(F, "scaled_dot_product_attention") else None
         if y is None:  # torch 1.13
             att = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))
-            mask = torch.ones(t, t, dtype=torch.bool).tril()
+            mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
             att = att.masked_fill(~mask, float("-inf")).softmax(-1)
             y = att @ v
         x = x + self.c_proj(y.transpose(1, 2).reshape(b, t, c))
@@ -51,7 +53,7 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets):
         t = idx.size(1)
-        x = self.wte(idx) + self.wpe(torch.arange(t))
+        x = self.wte(idx) + self.wpe(torch.arange(t, device=idx.device))
         for blk in self.blocks:
             x = blk(x)
         logits = self.ln_f(x) @ self.wte.weight.t()
@@ -62,12 +64,16 @@ def main():
     vocab, t, layers, heads, c, batch, threads = (int(a) for a in sys.argv[1:8])
     steps = int(sys.argv[8]) if len(sys.argv) > 8 else 20
     warmup = int(sys.argv[9]) if len(sys.argv) > 9 else 3
+    device = sys.argv[10] if len(sys.argv) > 10 else "cpu"
+    precision = sys.argv[11] if len(sys.argv) > 11 else "fp32"
     torch.set_num_threads(threads)
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
     torch.manual_seed(0)
-    model = GPT(vocab, t, layers, heads, c)
+    model = GPT(vocab, t, layers, heads, c).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8)
-    idx = torch.randint(0, vocab, (batch, t))
-    tgt = torch.randint(0, vocab, (batch, t))
+    idx = torch.randint(0, vocab, (batch, t), device=device)
+    tgt = torch.randint(0, vocab, (batch, t), device=device)
     times = []
     for i in range(warmup + steps):
         start = time.perf_counter()
@@ -75,13 +81,18 @@ def main():
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        if device != "cpu":
+            torch.cuda.synchronize()
         if i >= warmup:
             times.append(time.perf_counter() - start)
     times.sort()
     median = times[len(times) // 2]
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if device == "cpu":
+        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    else:
+        peak_mb = torch.cuda.max_memory_allocated() / 1048576
     print(json.dumps({"torch": torch.__version__, "tokens_per_s": batch * t / median,
-                      "ms_per_step": median * 1000, "peak_rss_mb": rss_mb}))
+                      "ms_per_step": median * 1000, "peak_mb": peak_mb}))
 
 
 if __name__ == "__main__":

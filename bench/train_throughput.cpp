@@ -1,9 +1,12 @@
 // bench/train_throughput: tokens/s of forward + backward + AdamW, and peak memory, for the configs
 // of ../shared/BENCHMARKS.md and the default `make train` model. Each config runs in its own
-// process so that its peak RSS is its own. When a PyTorch is found (Debian's /usr/bin/python3, or
-// FLEXTP_TORCH_PYTHON), it trains the same model with the same threads and the ratio is printed.
+// process so that its peak memory is its own. When a PyTorch is found (Debian's /usr/bin/python3,
+// or FLEXTP_TORCH_PYTHON), it trains the same model with the same threads (or on the same GPU) and
+// the ratio is printed. On a GPU it also prints the model FLOPs utilisation (MFU) against the
+// H200's datasheet peak for the precision used.
 //
 //   bench_train_throughput [--configs tiny,small,...] [--steps 20] [--warmup 3] [--no-torch]
+//   bench_train_throughput --device cuda [--tf32] [--configs gpt2-124m] [--batch 16]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +14,9 @@
 #include <sstream>
 
 #include "bench/timer.h"
+#include "core/allocator.h"
+#include "core/cuda/cuda_runtime_api.h"
+#include "core/device_choice.h"
 #include "core/parallel_for.h"
 #include "core/random.h"
 #include "nn/gpt.h"
@@ -28,7 +34,18 @@ struct BenchConfig {
 const std::vector<BenchConfig> kConfigs = {
     {"default", 256, 128, 4, 4, 128, 16},  {"tiny", 256, 64, 2, 4, 64, 8},
     {"small", 256, 128, 4, 4, 128, 8},     {"medium", 50257, 64, 4, 4, 256, 4},
-    {"gpt2-small", 50257, 64, 12, 12, 768, 4}};
+    {"gpt2-small", 50257, 64, 12, 12, 768, 4},
+    // GPT-2 small at its full context, as llm.c trains it: the GPU benchmark.
+    {"gpt2-124m", 50257, 1024, 12, 12, 768, 16}};
+
+// H200 SXM datasheet peaks, dense, TFLOP/s: what MFU is measured against.
+constexpr double kH200Fp32 = 67.0, kH200Tf32 = 494.7;
+
+// Training FLOPs per token, as llm.c and PaLM count them: 6 per parameter (forward and backward of
+// every weight, the tied LM head included) plus the attention scores, 12 L T C.
+double flops_per_token(const BenchConfig& b, int64_t params) {
+  return 6.0 * static_cast<double>(params) + 12.0 * b.layers * b.seq * b.embd;
+}
 
 double peak_rss_mb() {
   std::ifstream status("/proc/self/status");
@@ -39,11 +56,13 @@ double peak_rss_mb() {
 }
 
 // Trains one config in this process; prints a JSON line.
-int run_one(const BenchConfig& b, int steps, int warmup) {
+int run_one(const BenchConfig& b, int steps, int warmup, Device device, bool tf32) {
   GPTConfig c;
   c.vocab_size = b.vocab, c.n_positions = b.seq, c.n_layer = b.layers, c.n_head = b.heads;
   c.n_embd = b.embd;
+  cuda::set_allow_tf32(tf32);
   GPT model(c);
+  model.to(device);
   AdamW opt({0.9, 0.999, 1e-8, 0.0});
   std::vector<Parameter*> params = model.parameters();
   std::vector<int32_t> ids(b.batch * b.seq), targets(b.batch * b.seq);
@@ -51,19 +70,29 @@ int run_one(const BenchConfig& b, int steps, int warmup) {
     ids[i] = static_cast<int32_t>(rng::uniform(i, 1, 7) * b.vocab);
     targets[i] = static_cast<int32_t>(rng::uniform(i, 2, 7) * b.vocab);
   }
-  Tensor x = Tensor::from_vector(ids, {b.batch, b.seq}), y = Tensor::from_vector(targets, {b.batch, b.seq});
+  Tensor x = Tensor::from_vector(ids, {b.batch, b.seq}, device);
+  Tensor y = Tensor::from_vector(targets, {b.batch, b.seq}, device);
   double ms = bench::median_ms(
       [&] {
         model.loss(x, y).backward();
         opt.step(params, 1e-4);
         for (Parameter* p : params) p->value.zero_grad();
+        if (device.is_cuda()) cuda::synchronize();  // the step ends when its kernels have run
       },
       warmup, steps);
-  std::printf("%s\n", nlohmann::json({{"tokens_per_s", b.batch * b.seq / (ms / 1000)},
-                                      {"ms_per_step", ms},
-                                      {"peak_rss_mb", peak_rss_mb()}})
-                          .dump()
-                          .c_str());
+  int64_t n_params = 0;
+  for (Parameter* p : params) n_params += p->value.numel();
+  double tok_s = b.batch * b.seq / (ms / 1000);
+  nlohmann::json out = {{"tokens_per_s", tok_s}, {"ms_per_step", ms}, {"params", n_params}};
+  if (device.is_cuda()) {
+    double tflops = tok_s * flops_per_token(b, n_params) / 1e12;
+    out["tflops"] = tflops;
+    out["mfu"] = tflops / (tf32 ? kH200Tf32 : kH200Fp32);
+    out["peak_mb"] = allocator_stats(device).peak_in_use / 1048576.0;
+  } else {
+    out["peak_mb"] = peak_rss_mb();
+  }
+  std::printf("%s\n", out.dump().c_str());
   return 0;
 }
 
@@ -87,34 +116,56 @@ std::string torch_python() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"flextp training throughput on the CPU, beside PyTorch when present"};
-  std::string configs = "default,tiny,small,medium,gpt2-small", one;
+  CLI::App app{"flextp training throughput on the CPU or a GPU, beside PyTorch when present"};
+  std::string configs, one, device_spec = "cpu";
   int steps = 20, warmup = 3;
-  bool no_torch = false;
+  int64_t batch = 0;
+  bool no_torch = false, tf32 = false;
+  app.add_option("--device", device_spec, "cpu or cuda[:N]");
+  app.add_flag("--tf32", tf32, "GPU: f32 matmuls on TF32 tensor cores");
+  app.add_option("--batch", batch, "override the configs' batch size")->check(CLI::PositiveNumber);
   app.add_option("--configs", configs, "comma-separated config names");
   app.add_option("--steps", steps, "timed steps (median)")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
   app.add_flag("--no-torch", no_torch, "skip the PyTorch comparison");
   app.add_option("--one", one, "internal: run one config in this process");
   CLI11_PARSE(app, argc, argv);
+  Device device;
+  try {
+    device = choose_device(device_spec);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_train_throughput: %s\n", e.what());
+    return 2;
+  }
+  const bool gpu = device.is_cuda();
+  if (configs.empty()) configs = gpu ? "gpt2-124m" : "default,tiny,small,medium,gpt2-small";
 
-  auto find = [](const std::string& name) -> const BenchConfig* {
-    for (const BenchConfig& c : kConfigs)
+  std::vector<BenchConfig> table = kConfigs;
+  if (batch > 0)
+    for (BenchConfig& c : table) c.batch = batch;
+  auto find = [&](const std::string& name) -> const BenchConfig* {
+    for (const BenchConfig& c : table)
       if (c.name == name) return &c;
     return nullptr;
   };
   if (!one.empty()) {
     const BenchConfig* c = find(one);
     if (!c) return 2;
-    return run_one(*c, steps, warmup);
+    return run_one(*c, steps, warmup, device, tf32);
   }
 
   std::string python = no_torch ? "" : torch_python();
   int threads = num_threads();
-  std::printf("flextp train throughput: float32, %d threads, median of %d steps after %d warm-up\n",
-              threads, steps, warmup);
-  std::printf("%-11s %-30s %11s %9s %11s %9s %7s\n", "config", "(V, T, L, H, C, B)", "flextp tok/s",
-              "peak MiB", "torch tok/s", "peak MiB", "ratio");
+  const char* precision = gpu && tf32 ? "tf32" : "fp32";
+  if (gpu)
+    std::printf("flextp train throughput on %s: %s matmuls, median of %d steps after %d warm-up; MFU "
+                "against the H200's %.1f TFLOP/s (%s, dense)\n",
+                device.str().c_str(), precision, steps, warmup, tf32 ? kH200Tf32 : kH200Fp32, precision);
+  else
+    std::printf("flextp train throughput: float32, %d threads, median of %d steps after %d warm-up\n",
+                threads, steps, warmup);
+  std::printf("%-11s %-30s %11s %9s %11s %9s %7s%s\n", "config", "(V, T, L, H, C, B)", "flextp tok/s",
+              "peak MiB", "torch tok/s", "peak MiB", "ratio", gpu ? "  TFLOP/s   MFU" : "");
   std::stringstream names(configs);
   std::string name;
   while (std::getline(names, name, ',')) {
@@ -127,24 +178,29 @@ int main(int argc, char** argv) {
     std::snprintf(shape, sizeof shape, "(%lld, %lld, %lld, %lld, %lld, %lld)", (long long)c->vocab,
                   (long long)c->seq, (long long)c->layers, (long long)c->heads, (long long)c->embd,
                   (long long)c->batch);
+    std::string flags = " --device " + device_spec + (tf32 ? " --tf32" : "") +
+                        (batch > 0 ? " --batch " + std::to_string(batch) : "");
     nlohmann::json ours = run_json(std::string(argv[0]) + " --one " + name + " --steps " +
-                                   std::to_string(steps) + " --warmup " + std::to_string(warmup));
+                                   std::to_string(steps) + " --warmup " + std::to_string(warmup) + flags);
     nlohmann::json theirs;
     if (!python.empty()) {
       std::ostringstream cmd;
       cmd << python << " " << FLEXTP_SOURCE_DIR << "/bench/torch_gpt.py " << c->vocab << " " << c->seq
           << " " << c->layers << " " << c->heads << " " << c->embd << " " << c->batch << " "
-          << threads << " " << steps << " " << warmup;
+          << threads << " " << steps << " " << warmup << " " << (gpu ? "cuda" : "cpu") << " " << precision;
       theirs = run_json(cmd.str());
     }
     double a = ours.is_object() ? ours["tokens_per_s"].get<double>() : 0;
     double b = theirs.is_object() ? theirs["tokens_per_s"].get<double>() : 0;
     std::printf("%-11s %-30s %11.0f %9.0f", name.c_str(), shape, a,
-                ours.is_object() ? ours["peak_rss_mb"].get<double>() : 0.0);
+                ours.is_object() ? ours["peak_mb"].get<double>() : 0.0);
     if (b > 0)
-      std::printf(" %11.0f %9.0f %6.2fx\n", b, theirs["peak_rss_mb"].get<double>(), a / b);
+      std::printf(" %11.0f %9.0f %6.2fx", b, theirs["peak_mb"].get<double>(), a / b);
     else
-      std::printf(" %11s %9s %7s\n", "-", "-", "-");
+      std::printf(" %11s %9s %7s", "-", "-", "-");
+    if (gpu && ours.is_object())
+      std::printf("  %7.1f %5.1f%%", ours["tflops"].get<double>(), 100 * ours["mfu"].get<double>());
+    std::printf("\n");
     std::fflush(stdout);
   }
   if (!python.empty()) {

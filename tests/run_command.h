@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 #include <sys/wait.h>
@@ -29,8 +30,19 @@ inline Run run_command(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// The train binary and mpirun of this build; the environment may name others (scripts/gpu_check.sh
+// runs a build made on another machine, where the build's own paths do not exist).
+inline std::string train_binary() {
+  const char* env = std::getenv("FLEXTP_TRAIN_BINARY");
+  return env && *env ? env : FLEXTP_TRAIN_BINARY;
+}
+inline std::string mpirun() {
+  const char* env = std::getenv("FLEXTP_MPIRUN");
+  return env && *env ? env : FLEXTP_MPIRUN;
+}
+
 // The train binary with these arguments, alone.
-inline Run run_train(const std::string& args) { return run_command(std::string(FLEXTP_TRAIN_BINARY) + " " + args); }
+inline Run run_train(const std::string& args) { return run_command(train_binary() + " " + args); }
 
 // The lines of a train --metrics file.
 inline std::vector<nlohmann::json> read_metrics(const std::string& path) {

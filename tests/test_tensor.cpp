@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "core/allocator.h"
+#include "core/ops/matmul.h"
 #include "core/ops/shape_ops.h"
 #include "core/random.h"
 #include "tests/gradcheck.h"
@@ -120,11 +121,28 @@ TEST_CASE("device copies: CPU always, CUDA when present") {
     return;
   }
   if (cuda::device_count() == 0) {
+    // A failed CUDA call is an exception naming the call and CUDA's code, not a crash.
+    CHECK_THROWS_WITH_AS(x.to(Device::cuda(0)), doctest::Contains("CUDA call cudaSetDevice(device) failed: cuda"),
+                         Error);
     MESSAGE("no GPU here: the CUDA copy case is skipped");
     return;
   }
   Tensor back = x.to(Device::cuda(0)).to(Device::cpu());
   CHECK(back.to_vector<float>() == x.to_vector<float>());
+  // Device-to-device copies, fills, and a view's copy land where they should.
+  Tensor on_gpu = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2}, Device::cuda(0));
+  Tensor twice = on_gpu.clone();
+  slice_rows(twice, 1, 1).fill_(9);
+  CHECK(twice.to_vector<float>() == std::vector<float>{1, 2, 9, 9, 5, 6});
+  CHECK(on_gpu.to_vector<float>() == std::vector<float>{1, 2, 3, 4, 5, 6});
+  Tensor packed = concat_rows({slice_rows(on_gpu, 2, 1), slice_rows(twice, 0, 2)});
+  CHECK(packed.to_vector<float>() == std::vector<float>{5, 6, 1, 2, 9, 9});
+  // A matmul on a GPU tensor and a CPU tensor is refused with both named.
+  CHECK_THROWS_WITH_AS(matmul(on_gpu, Tensor::zeros({2, 2}), false, false),
+                       doctest::Contains("different devices"), Error);
+  // Asking for more memory than the GPU has is an error naming the size, not a crash.
+  CHECK_THROWS_WITH_AS(Tensor::empty({int64_t{1} << 45}, DType::F32, Device::cuda(0)),
+                       doctest::Contains("out of memory on cuda:0"), Error);
   // The GPU generator gives the CPU's numbers.
   test::check_close(Tensor::randn({1000}, 5, 2, 0, 1, DType::F32, Device::cuda(0)).to(Device::cpu()),
                     Tensor::randn({1000}, 5, 2), 1e-6);

@@ -1,5 +1,6 @@
 #pragma once
-// Turns CUDA, cuBLAS, cuDNN and NCCL status codes into flextp::Error naming the call and the code.
+// Turns CUDA status codes into flextp::Error naming the call and the code. cuBLAS (core/cuda/blas.cu)
+// and NCCL (parallel/nccl_communicator.cpp) have macros of the same form beside their calls.
 #include <cuda_runtime.h>
 
 #include "core/error.h"
