@@ -34,14 +34,18 @@ Tensor random_ids(Shape shape, int64_t vocab, uint64_t seed) {
 }  // namespace
 
 TEST_CASE("the whole GPT's gradient equals finite differences (f64, every parameter sampled)") {
-  GPT model(tiny(DType::F64));
-  Tensor ids = random_ids({2, 5}, 11, 1), targets = random_ids({2, 5}, 11, 2);
-  std::vector<Tensor> values;
-  for (Parameter* p : model.parameters()) values.push_back(p->value);
-  CHECK(values.size() == 2 + 2 * 12 + 2);
-  // The inputs are the parameters themselves: the harness perturbs them in place.
-  test::check_gradients([&](const std::vector<Tensor>&) { return model.loss(ids, targets); }, values,
-                        1e-6, 1e-6, 12);
+  for (Device d : test::devices()) {
+    INFO("on ", d.str());
+    GPT model(tiny(DType::F64));
+    model.to(d);
+    Tensor ids = random_ids({2, 5}, 11, 1), targets = random_ids({2, 5}, 11, 2);  // moved by the model
+    std::vector<Tensor> values;
+    for (Parameter* p : model.parameters()) values.push_back(p->value);
+    CHECK(values.size() == 2 + 2 * 12 + 2);
+    // The inputs are the parameters themselves: the harness perturbs them in place.
+    test::check_gradients_here([&](const std::vector<Tensor>&) { return model.loss(ids, targets); }, values,
+                               1e-6, 1e-6, 12);
+  }
 }
 
 TEST_CASE("initial loss is close to ln(V)") {
