@@ -63,15 +63,13 @@ void gemm(int64_t m, int64_t n, int64_t k, RowOperand<T> a, RowOperand<T> b, T* 
         FLEXTP_CUDA_CHECK(cudaMemset2DAsync(c + s * stride_c, ldc * sizeof(T), 0, n * sizeof(T), m, stream()));
     return;
   }
-  // Column-major: C^T (n x m) = op(B)^T (n x k) op(A)^T (k x m). The column-major view of a stored
-  // row-major operand is its transpose, so op(B)^T needs a transpose exactly when b.trans is set.
-  cublasOperation_t op_b = b.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t op_a = a.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  ColumnMajorGemm<T> g = as_column_major(m, n, k, a, b, ldc, stride_c);
   FLEXTP_CUBLAS(cublasGemmStridedBatchedEx(
-      handle(), op_b, op_a, as_int(n, "n"), as_int(m, "m"), as_int(k, "k"), &alpha, b.ptr,
-      Types<T>::data, as_int(b.ld, "ldb"), b.stride, a.ptr, Types<T>::data, as_int(a.ld, "lda"),
-      a.stride, &beta, c, Types<T>::data, as_int(ldc, "ldc"), stride_c, as_int(batch, "batch"),
-      Types<T>::compute(), CUBLAS_GEMM_DEFAULT));
+      handle(), g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+      as_int(g.m, "m"), as_int(g.n, "n"), as_int(g.k, "k"), &alpha, g.a, Types<T>::data,
+      as_int(g.lda, "lda"), g.stride_a, g.b, Types<T>::data, as_int(g.ldb, "ldb"), g.stride_b, &beta, c,
+      Types<T>::data, as_int(g.ldc, "ldc"), g.stride_c, as_int(batch, "batch"), Types<T>::compute(),
+      CUBLAS_GEMM_DEFAULT));
 }
 
 template void gemm<float>(int64_t, int64_t, int64_t, RowOperand<float>, RowOperand<float>, float*,

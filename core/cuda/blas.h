@@ -14,6 +14,41 @@ struct RowOperand {
   bool trans;  // the product uses the stored matrix transposed
 };
 
+// cuBLAS is column-major, and a row-major matrix read as column-major is its transpose. So the
+// row-major C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T: the operands swap, each
+// keeps its own transpose flag (the column-major view of a stored operand is already transposed
+// once), m and n swap, and the leading dimensions stay the stored row lengths. Plain C++, so that
+// tests on the CPU run this mapping against a reference column-major GEMM.
+template <typename T>
+struct ColumnMajorGemm {
+  bool trans_a, trans_b;  // cuBLAS's transa, transb
+  int64_t m, n, k;        // cuBLAS's m, n, k
+  const T* a;
+  int64_t lda, stride_a;
+  const T* b;
+  int64_t ldb, stride_b;
+  int64_t ldc, stride_c;
+};
+
+template <typename T>
+ColumnMajorGemm<T> as_column_major(int64_t m, int64_t n, int64_t k, RowOperand<T> a, RowOperand<T> b,
+                                   int64_t ldc, int64_t stride_c) {
+  return {b.trans, a.trans, n, m, k, b.ptr, b.ld, b.stride, a.ptr, a.ld, a.stride, ldc, stride_c};
+}
+
+// The operands of matmul (core/ops/matmul.h) on stored row-major tensors: a is [m, k] ([k, m] if
+// ta), b is [k, n] ([n, k] if tb), c is [m, n]; each batch item follows the last.
+template <typename T>
+struct MatmulCall {
+  RowOperand<T> a, b;
+  int64_t ldc, stride_c;
+};
+
+template <typename T>
+MatmulCall<T> matmul_call(const T* a, const T* b, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
+  return {{a, ta ? m : k, m * k, ta}, {b, tb ? k : n, k * n, tb}, n, m * n};
+}
+
 // C[s] = alpha op(A[s]) op(B[s]) + beta C[s] for s < batch; op(A) is m x k, op(B) k x n, C is m x n
 // row-major with leading dimension ldc. f32 uses TF32 tensor cores when allow_tf32() is set.
 template <typename T>

@@ -11,10 +11,9 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, bool ta, bool tb, bool 
   int64_t k = a.size(ta ? -2 : -1);
   dispatch_float(c.dtype(), "matmul", [&](auto tag) {
     using T = decltype(tag);
-    // Stored shapes: a is [m, k] ([k, m] if ta), b is [k, n] ([n, k] if tb).
-    RowOperand<T> ra{a.data<T>(), ta ? m : k, m * k, ta};
-    RowOperand<T> rb{b.data<T>(), tb ? k : n, k * n, tb};
-    gemm<T>(m, n, k, ra, rb, c.data<T>(), n, m * n, batch, T(1), accumulate ? T(1) : T(0));
+    MatmulCall<T> call = matmul_call(a.data<T>(), b.data<T>(), m, n, k, ta, tb);
+    gemm<T>(m, n, k, call.a, call.b, c.data<T>(), call.ldc, call.stride_c, batch, T(1),
+            accumulate ? T(1) : T(0));
   });
 }
 

@@ -1,0 +1,121 @@
+// The layout logic of the CUDA backend, checked on the CPU: the row-major to column-major mapping
+// of every cuBLAS call, and the steps of the GPU attention (core/cuda/attention_plan.h), run here
+// with a reference column-major GEMM (cuBLAS's definition) and reference kernels, against the CPU
+// ops. These need no GPU; the kernels themselves are checked on one (tests/gradcheck.h).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/cuda/attention_plan.h"
+#include "core/cuda/blas.h"
+#include "core/ops/attention.h"
+#include "core/ops/matmul.h"
+#include "tests/gradcheck.h"
+
+using namespace flextp;
+using cuda::RowOperand;
+
+namespace {
+
+// cublasGemmStridedBatched's definition: column-major, element (r, c) of A at a[r + c * lda].
+template <typename T>
+void column_major_gemm(const cuda::ColumnMajorGemm<T>& g, T* c, int64_t batch, T alpha, T beta) {
+  for (int64_t s = 0; s < batch; ++s)
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        T sum = 0;
+        for (int64_t p = 0; p < g.k; ++p) {
+          T a = g.trans_a ? g.a[s * g.stride_a + p + i * g.lda] : g.a[s * g.stride_a + i + p * g.lda];
+          T b = g.trans_b ? g.b[s * g.stride_b + j + p * g.ldb] : g.b[s * g.stride_b + p + j * g.ldb];
+          sum += a * b;
+        }
+        T& out = c[s * g.stride_c + i + j * g.ldc];
+        out = alpha * sum + (beta == T(0) ? T(0) : beta * out);
+      }
+}
+
+// The CUDA attention's backend, with the kernels written as plain loops.
+struct ReferenceBackend {
+  template <typename T>
+  void gemm(int64_t m, int64_t n, int64_t k, RowOperand<T> a, RowOperand<T> b, T* c, int64_t ldc,
+            int64_t stride_c, int64_t batch, T alpha, T beta) {
+    column_major_gemm(cuda::as_column_major(m, n, k, a, b, ldc, stride_c), c, batch, alpha, beta);
+  }
+  template <typename T>
+  void causal_softmax(T* s, int64_t rows, int64_t t, T scale, T* lse) {
+    for (int64_t r = 0; r < rows; ++r) {
+      T* row = s + r * t;
+      int64_t i = r % t;
+      T m = -INFINITY, sum = 0;
+      for (int64_t j = 0; j <= i; ++j) m = std::max(m, row[j] * scale);
+      for (int64_t j = 0; j <= i; ++j) sum += std::exp(row[j] * scale - m);
+      for (int64_t j = 0; j < t; ++j) row[j] = j <= i ? std::exp(row[j] * scale - m) / sum : T(0);
+      lse[r] = m + std::log(sum);
+    }
+  }
+  template <typename T>
+  void recompute_probs(T* s, int64_t rows, int64_t t, T scale, const T* lse) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < t; ++j) s[r * t + j] = j <= r % t ? std::exp(s[r * t + j] * scale - lse[r]) : T(0);
+  }
+  template <typename T>
+  void scores_grad(const T* p, T* dp, const T* o, const T* dout, int64_t rows, int64_t t, int64_t d,
+                   int64_t out_stride, T scale) {
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t h = r / t, i = r % t;
+      T di = 0;
+      for (int64_t c = 0; c < d; ++c) di += o[i * out_stride + h * d + c] * dout[i * out_stride + h * d + c];
+      for (int64_t j = 0; j < t; ++j) dp[r * t + j] = p[r * t + j] * (dp[r * t + j] - di) * scale;
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("cuBLAS calls of matmul: the column-major mapping gives the row-major product") {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (int64_t batch : {1, 3}) {
+        INFO("trans_a ", ta, " trans_b ", tb, " batch ", batch);
+        int64_t m = 4, n = 5, k = 3;
+        Shape sa = ta ? Shape{k, m} : Shape{m, k}, sb = tb ? Shape{n, k} : Shape{k, n};
+        if (batch > 1) sa.insert(sa.begin(), batch), sb.insert(sb.begin(), batch);
+        Tensor a = Tensor::randn(sa, 1, 0, 0, 1, DType::F64), b = Tensor::randn(sb, 2, 0, 0, 1, DType::F64);
+        Tensor expected = matmul(a, b, ta, tb);
+        std::vector<double> c(batch * m * n, 7.0);
+        auto call = cuda::matmul_call(a.data<double>(), b.data<double>(), m, n, k, ta, tb);
+        column_major_gemm(cuda::as_column_major(m, n, k, call.a, call.b, call.ldc, call.stride_c), c.data(),
+                          batch, 1.0, 0.0);
+        test::check_values(expected, c, 1e-12);
+        // accumulate: beta 1 adds to what is there
+        std::vector<double> twice = c;
+        column_major_gemm(cuda::as_column_major(m, n, k, call.a, call.b, call.ldc, call.stride_c), twice.data(),
+                          batch, 1.0, 1.0);
+        for (size_t i = 0; i < c.size(); ++i) CHECK(twice[i] == doctest::Approx(2 * c[i]));
+      }
+}
+
+TEST_CASE("the GPU attention's steps equal the CPU attention, forward and backward") {
+  for (int64_t heads : {1, 3}) {
+    INFO(heads, " heads");
+    int64_t b = 2, t = 6, d = 4, w = heads * 3 * d;
+    Tensor qkv = Tensor::randn({b, t, w}, 3, 0, 0, 1, DType::F64);
+    Tensor dout = Tensor::randn({b, t, heads * d}, 4, 0, 0, 1, DType::F64);
+    Tensor out = Tensor::zeros({b, t, heads * d}, DType::F64), lse = Tensor::zeros({b, heads, t}, DType::F64);
+    Tensor dqkv = Tensor::zeros({b, t, w}, DType::F64);
+    cpu::attention_forward(qkv, heads, out, lse);
+    cpu::attention_backward(qkv, out, lse, dout, heads, dqkv);
+
+    cuda::AttentionLayout L(b, t, heads, w);
+    ReferenceBackend be;
+    std::vector<double> o(out.numel(), -1.0), l(lse.numel(), -1.0), dq(dqkv.numel(), -1.0);
+    std::vector<double> s1(heads * t * t), s2(heads * t * t);
+    cuda::attention_forward_plan<double>(be, L, qkv.data<double>(), o.data(), l.data(), s1.data());
+    test::check_values(out, o, 1e-12);
+    test::check_values(lse, l, 1e-12);
+    cuda::attention_backward_plan<double>(be, L, qkv.data<double>(), o.data(), l.data(), dout.data<double>(),
+                                          dq.data(), s1.data(), s2.data());
+    test::check_values(dqkv, dq, 1e-10);
+  }
+}
