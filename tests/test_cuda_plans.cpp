@@ -9,6 +9,7 @@
 
 #include "core/cuda/attention_plan.h"
 #include "core/cuda/blas.h"
+#include "core/cuda/segments.h"
 #include "core/ops/attention.h"
 #include "core/ops/matmul.h"
 #include "tests/gradcheck.h"
@@ -117,5 +118,21 @@ TEST_CASE("the GPU attention's steps equal the CPU attention, forward and backwa
     cuda::attention_backward_plan<double>(be, L, qkv.data<double>(), o.data(), l.data(), dout.data<double>(),
                                           dq.data(), s1.data(), s2.data());
     test::check_values(dqkv, dq, 1e-10);
+  }
+}
+
+TEST_CASE("the pack kernel's part lookup and the column sums' row chunks") {
+  std::vector<uint64_t> start{0, 3, 4, 10};  // parts of 3, 1, 6 and (to the end) elements
+  std::vector<int> expect{0, 0, 0, 1, 2, 2, 2, 2, 2, 2, 3, 3};
+  for (uint64_t i = 0; i < expect.size(); ++i) CHECK(cuda::part_of(start.data(), 4, i) == expect[i]);
+  CHECK(cuda::part_of(start.data(), 1, 5) == 0);
+  for (size_t rows : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{1000}, size_t{16384},
+                      size_t{32769}, size_t{1000003}}) {
+    INFO(rows, " rows");
+    cuda::RowChunks c = cuda::row_chunks(rows);
+    CHECK(c.chunks >= 1);
+    CHECK(c.chunks <= 512);
+    CHECK(c.chunks * c.per >= rows);                    // every row covered
+    if (rows > 0) CHECK((c.chunks - 1) * c.per < rows);  // no empty chunk
   }
 }

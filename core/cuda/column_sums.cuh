@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/cuda/launch.h"
+#include "core/cuda/segments.h"
 #include "core/tensor.h"
 
 namespace flextp::cuda {
@@ -31,10 +32,7 @@ struct MatrixEntry {
 template <typename T, typename F>
 void column_sums(F value, size_t rows, size_t cols, T* out, Device device, const char* op) {
   if (cols == 0) return;
-  size_t chunks = std::min<size_t>(std::max<size_t>(rows / 64, 1), 512);
-  size_t per = (rows + chunks - 1) / chunks;
-  if (per == 0) per = 1;
-  chunks = std::max<size_t>((rows + per - 1) / per, 1);
+  auto [chunks, per] = row_chunks(rows);
   dim3 grid(grid_for(cols), static_cast<unsigned>(chunks));
   if (chunks == 1) {
     column_partials_kernel<T><<<grid, kBlock, 0, stream()>>>(value, rows, cols, per, out);

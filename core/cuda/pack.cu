@@ -4,6 +4,7 @@
 
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/segments.h"
 #include "core/ops/shape_ops.h"
 
 namespace flextp::cuda {
@@ -15,12 +16,8 @@ template <typename W>
 __global__ void pack_kernel(const uint64_t* src, const uint64_t* start, int parts, W* out,
                             size_t total) {
   FLEXTP_CUDA_GRID_LOOP(i, total) {
-    int lo = 0, hi = parts - 1;  // the last part whose start is <= i
-    while (lo < hi) {
-      int mid = (lo + hi + 1) / 2;
-      if (start[mid] <= i) lo = mid; else hi = mid - 1;
-    }
-    out[i] = reinterpret_cast<const W*>(src[lo])[i - start[lo]];
+    int k = part_of(start, parts, i);
+    out[i] = reinterpret_cast<const W*>(src[k])[i - start[k]];
   }
 }
 
