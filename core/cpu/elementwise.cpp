@@ -19,29 +19,6 @@ T apply(BinaryOp op, T a, T b) {
   return T(0);
 }
 
-// Element strides of `in` when broadcast to `out` (0 along broadcast dimensions).
-std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
-  std::vector<int64_t> strides(out.size(), 0);
-  int64_t s = 1;
-  for (size_t i = 0; i < in.size(); ++i) {
-    size_t o = out.size() - 1 - i, k = in.size() - 1 - i;
-    strides[o] = in[k] == 1 ? 0 : s;
-    s *= in[k];
-  }
-  return strides;
-}
-
-// True when `small`, stripped of leading 1s, is a suffix of `big`: it repeats every numel(small).
-bool is_suffix(const Shape& small, const Shape& big) {
-  size_t lead = 0;
-  while (lead < small.size() && small[lead] == 1) ++lead;
-  size_t n = small.size() - lead;
-  if (n > big.size()) return false;
-  for (size_t i = 0; i < n; ++i)
-    if (small[lead + i] != big[big.size() - n + i]) return false;
-  return true;
-}
-
 template <typename T>
 void binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   const T* pa = a.data<T>();

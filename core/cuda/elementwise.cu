@@ -1,6 +1,8 @@
-// GPU kernels of core/ops/elementwise.h: same-shape and bias (suffix) broadcasting.
+// GPU kernels of core/ops/elementwise.h: same-shape, bias (suffix) and general broadcasting, and
+// the sums that undo broadcasting in the backward.
 #include "core/cuda/column_sums.cuh"
 #include "core/cuda/launch.h"
+#include "core/cuda/segments.h"
 #include "core/ops/elementwise.h"
 
 namespace flextp::cuda {
@@ -11,11 +13,31 @@ __device__ T apply(BinaryOp op, T a, T b) {
   return op == BinaryOp::Add ? a + b : op == BinaryOp::Sub ? a - b : a * b;
 }
 
-// a has n elements; b repeats every m (m == n: same shape). swap: b is the full one.
+// a repeats every ma elements of the output, b every mb (equal to n: the same shape; smaller: a
+// suffix such as a bias).
 template <typename T>
 __global__ void binary_kernel(BinaryOp op, const T* a, const T* b, T* out, size_t n, size_t ma,
                               size_t mb) {
   FLEXTP_CUDA_GRID_LOOP(i, n) out[i] = apply(op, a[i % ma], b[i % mb]);
+}
+
+template <typename T>
+__global__ void broadcast_kernel(BinaryOp op, const T* a, const T* b, T* out, size_t n, Broadcast bc) {
+  FLEXTP_CUDA_GRID_LOOP(i, n) {
+    int64_t ia, ib;
+    bc.offsets(static_cast<int64_t>(i), ia, ib);
+    out[i] = apply(op, a[ia], b[ib]);
+  }
+}
+
+template <typename T>
+__global__ void reduce_kernel(const T* g, T* out, size_t m, Reduction r) {
+  FLEXTP_CUDA_GRID_LOOP(o, m) {
+    int64_t base = r.base(static_cast<int64_t>(o));
+    T s = 0;
+    for (int64_t k = 0; k < r.reduced_count; ++k) s += g[base + r.offset(k)];
+    out[o] = s;
+  }
 }
 
 template <typename T>
@@ -28,26 +50,28 @@ __global__ void axpy_kernel(T* dst, const T* src, T alpha, size_t n) {
   FLEXTP_CUDA_GRID_LOOP(i, n) dst[i] += alpha * src[i];
 }
 
-bool repeats_within(const Tensor& small, const Tensor& big) {
-  return small.numel() > 0 && big.numel() % small.numel() == 0 &&
-         broadcast_shape(small.shape(), big.shape()) == big.shape();
-}
-
 }  // namespace
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   size_t n = out.numel();
   if (n == 0) return;
-  FLEXTP_CHECK((a.numel() == out.numel() || repeats_within(a, out)) &&
-                   (b.numel() == out.numel() || repeats_within(b, out)),
-               "cuda binary op: only same-shape and trailing (bias) broadcasting, got ", a.str(),
-               " and ", b.str());
+  const Shape& os = out.shape();
+  bool a_full = a.numel() == out.numel(), b_full = b.numel() == out.numel();
+  if ((a_full || is_suffix(a.shape(), os)) && (b_full || is_suffix(b.shape(), os))) {
+    dispatch_float(out.dtype(), "cuda binary op", [&](auto tag) {
+      using T = decltype(tag);
+      binary_kernel<<<grid_for(n), kBlock, 0, stream()>>>(op, a.data<T>(), b.data<T>(), out.data<T>(), n,
+                                                          a.numel(), b.numel());
+    });
+    FLEXTP_CUDA_LAUNCHED("binary op");
+    return;
+  }
+  Broadcast bc = make_broadcast(a.shape(), b.shape(), os);
   dispatch_float(out.dtype(), "cuda binary op", [&](auto tag) {
     using T = decltype(tag);
-    binary_kernel<<<grid_for(n), kBlock, 0, stream()>>>(op, a.data<T>(), b.data<T>(), out.data<T>(), n,
-                                           a.numel(), b.numel());
+    broadcast_kernel<<<grid_for(n), kBlock, 0, stream()>>>(op, a.data<T>(), b.data<T>(), out.data<T>(), n, bc);
   });
-  FLEXTP_CUDA_LAUNCHED("elementwise");
+  FLEXTP_CUDA_LAUNCHED("binary op");
 }
 
 void scale(const Tensor& x, double s, Tensor& out) {
@@ -57,7 +81,7 @@ void scale(const Tensor& x, double s, Tensor& out) {
     using T = decltype(tag);
     scale_kernel<<<grid_for(n), kBlock, 0, stream()>>>(x.data<T>(), static_cast<T>(s), out.data<T>(), n);
   });
-  FLEXTP_CUDA_LAUNCHED("elementwise");
+  FLEXTP_CUDA_LAUNCHED("scale");
 }
 
 void axpy(Tensor& dst, const Tensor& src, double alpha) {
@@ -67,17 +91,27 @@ void axpy(Tensor& dst, const Tensor& src, double alpha) {
     using T = decltype(tag);
     axpy_kernel<<<grid_for(n), kBlock, 0, stream()>>>(dst.data<T>(), src.data<T>(), static_cast<T>(alpha), n);
   });
-  FLEXTP_CUDA_LAUNCHED("elementwise");
+  FLEXTP_CUDA_LAUNCHED("add_inplace");
 }
 
 void sum_to(const Tensor& g, Tensor& out) {
-  FLEXTP_CHECK(repeats_within(out, g), "cuda sum_to_shape: only trailing (bias) shapes, got ",
-               out.str(), " from ", g.str());
-  size_t cols = out.numel(), rows = g.numel() / cols;
+  size_t m = out.numel();
+  if (m == 0) return;
+  const Shape& gs = g.shape();
+  if (is_suffix(out.shape(), gs)) {  // a bias gradient: the sums of the rows' columns
+    size_t rows = g.numel() / m;
+    dispatch_float(g.dtype(), "cuda sum_to_shape", [&](auto tag) {
+      using T = decltype(tag);
+      column_sums(MatrixEntry<T>{g.data<T>(), m}, rows, m, out.data<T>(), g.device(), "sum_to_shape");
+    });
+    return;
+  }
+  Reduction r = make_reduction(gs, out.shape());
   dispatch_float(g.dtype(), "cuda sum_to_shape", [&](auto tag) {
     using T = decltype(tag);
-    column_sums(MatrixEntry<T>{g.data<T>(), cols}, rows, cols, out.data<T>(), g.device(), "sum_to_shape");
+    reduce_kernel<<<grid_for(m), kBlock, 0, stream()>>>(g.data<T>(), out.data<T>(), m, r);
   });
+  FLEXTP_CUDA_LAUNCHED("sum_to_shape");
 }
 
 }  // namespace flextp::cuda
