@@ -174,12 +174,13 @@ SlowdownSchedule slowdown(const TrainOptions& o, int ranks) {
 
 // Times the communication primitives at this model's sizes and picks the cheapest of each.
 CommCostModel communication_model(Communicator& comm, const TrainOptions& o, const GPTConfig& c,
-                                  const UnitCosts& costs) {
+                                  const UnitCosts& costs, Device device) {
   double reduce_bytes = 4.0 * o.batch * o.seq_len * c.n_embd;
   double transfer_bytes = costs.bytes.at("h.0.head") * c.n_layer;  // about one head per layer moving
   CommCostModel m;
   if (comm.size() > 1)
-    m = calibrate(comm, {4096, 65536, 1 << 20, static_cast<int64_t>(reduce_bytes)}, reduce_bytes, transfer_bytes);
+    m = calibrate(comm, {4096, 65536, 1 << 20, static_cast<int64_t>(reduce_bytes)}, reduce_bytes, transfer_bytes,
+                  5, device);
   apply_comm_choice(m, o.comm);
   return m;
 }
@@ -266,7 +267,7 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device 
   if (comm.size() > 1) say("tensor parallel: %d ranks over %s; units per rank: %s\n", comm.size(), comm.backend(),
                            partition.str().c_str());
   UnitCosts costs = gpt_unit_costs(c, o.batch, o.seq_len, static_cast<int>(opt->slot_names().size()));
-  CommCostModel comm_model = communication_model(comm.untimed(), o, c, costs);
+  CommCostModel comm_model = communication_model(comm.untimed(), o, c, costs, device);
   comm.set_reduce_method(comm_model.reduce);
   if (comm.size() > 1) say("communication (fitted on this communicator):\n%s", comm_model.table().c_str());
   BalanceOptions bo;

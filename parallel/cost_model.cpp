@@ -79,19 +79,19 @@ void reduce_by(Communicator& comm, Tensor& t, ReduceMethod method) {
 }
 
 CommCostModel calibrate(Communicator& comm, const std::vector<int64_t>& sizes, double reduce_bytes,
-                        double transfer_bytes, int reps) {
+                        double transfer_bytes, int reps, Device device) {
   int n = comm.size(), r = comm.rank();
   std::map<std::string, std::vector<std::pair<double, double>>> samples;
   for (int64_t bytes : sizes) {
     int64_t floats = std::max<int64_t>(1, bytes / 4);
-    Tensor t = Tensor::zeros({floats});
+    Tensor t = Tensor::zeros({floats}, DType::F32, device);
     double b = static_cast<double>(floats * 4);
     samples["allreduce"].push_back({b, median_ms(comm, reps, [&] { comm.all_reduce(t); })});
     samples["rs-ag"].push_back({b, median_ms(comm, reps, [&] { reduce_by(comm, t, ReduceMethod::ReduceScatterAllGather); })});
     samples["broadcast"].push_back({b, median_ms(comm, reps, [&] { comm.broadcast(t, 0); })});
     if (n > 1) {
       // A migration-like exchange: every rank sends `bytes` to the next one.
-      Tensor in = Tensor::empty({floats});
+      Tensor in = Tensor::empty({floats}, DType::F32, device);
       samples["p2p"].push_back({b, median_ms(comm, reps, [&] {
         comm.send_recv({{(r + 1) % n, t}}, {{(r + n - 1) % n, in}});
       })});

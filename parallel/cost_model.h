@@ -35,10 +35,11 @@ struct CommCostModel {
   std::string table() const;
 };
 
-// Times every primitive `reps` times at each size (median) and fits them; the choices take the
-// cheapest at reduce_bytes and transfer_bytes. Every rank gets the same model (rank 0's).
+// Times every primitive `reps` times at each size (median) on tensors of `device` (where training
+// keeps its tensors) and fits them; the choices take the cheapest at reduce_bytes and
+// transfer_bytes. Every rank gets the same model (rank 0's).
 CommCostModel calibrate(Communicator& comm, const std::vector<int64_t>& sizes, double reduce_bytes,
-                        double transfer_bytes, int reps = 5);
+                        double transfer_bytes, int reps = 5, Device device = Device::cpu());
 
 // Parses --comm: auto, allreduce, rs-ag, p2p, alltoallv (the last four force one choice).
 void apply_comm_choice(CommCostModel& model, const std::string& choice);
