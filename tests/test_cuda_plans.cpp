@@ -141,7 +141,8 @@ TEST_CASE("the pack kernel's part lookup and the column sums' row chunks") {
 TEST_CASE("general broadcasting and its reverse sum, by the CUDA kernels' index arithmetic") {
   std::vector<std::pair<Shape, Shape>> cases{{{3, 1, 5}, {1, 4, 1}}, {{2, 1, 3}, {3}}, {{5}, {2, 4, 5}},
                                              {{}, {2, 3}}, {{2, 3, 1, 2}, {3, 4, 1}}};
-  for (auto [sa, sb] : cases) {
+  for (const auto& shapes : cases) {
+    const Shape &sa = shapes.first, &sb = shapes.second;  // (not a structured binding: INFO captures)
     INFO(shape_str(sa), " and ", shape_str(sb));
     Tensor a = Tensor::randn(sa, 1, 0, 0, 1, DType::F64), b = Tensor::randn(sb, 2, 0, 0, 1, DType::F64);
     Tensor expected = mul(a, b);
