@@ -9,7 +9,7 @@
 
 #include "core/cuda/attention_plan.h"
 #include "core/cuda/blas.h"
-#include "core/cuda/segments.h"
+#include "core/cuda/indexing.h"
 #include "core/ops/attention.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/matmul.h"

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/cuda/launch.h"
-#include "core/cuda/segments.h"
+#include "core/cuda/indexing.h"
 #include "core/tensor.h"
 
 namespace flextp::cuda {

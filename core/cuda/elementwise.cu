@@ -2,7 +2,7 @@
 // the sums that undo broadcasting in the backward.
 #include "core/cuda/column_sums.cuh"
 #include "core/cuda/launch.h"
-#include "core/cuda/segments.h"
+#include "core/cuda/indexing.h"
 #include "core/ops/elementwise.h"
 
 namespace flextp::cuda {

@@ -4,7 +4,7 @@
 
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/cuda/launch.h"
-#include "core/cuda/segments.h"
+#include "core/cuda/indexing.h"
 #include "core/ops/shape_ops.h"
 
 namespace flextp::cuda {
