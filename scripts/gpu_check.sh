@@ -3,8 +3,8 @@
 #   1. builds flextp with CUDA (sm_90 + PTX) in build-gpu, unless gpu-bundle/ holds a CUDA build
 #      (scripts/gpu_bundle.sh makes one on a machine with the build dependencies, to carry to a
 #      GPU machine that lacks them);
-#   2. runs the op, tensor, optimizer and end-to-end training tests with their GPU cases on; a
-#      GPU case that skips counts as a failure here;
+#   2. runs the op, tensor, optimizer, whole-GPT and end-to-end training tests with their GPU
+#      cases on; a GPU case that skips counts as a failure here;
 #   3. trains the default model on the GPU for a few hundred steps (loss, tok/s);
 #   4. benchmarks GPT-2 small (124M parameters, T 1024) training in fp32 and TF32: tokens/s and
 #      MFU against the H200's peak, beside PyTorch on the same GPU when python3 has torch.
@@ -76,7 +76,7 @@ command -v mpirun >/dev/null && export FLEXTP_MPIRUN="mpirun --oversubscribe --a
 gpu_tests() {
   "$BUILD/flextp_tests" "$@" || return $?
 }
-step tests-ops tests_ops.log gpu_tests --source-file='*test_ops.cpp,*test_tensor.cpp,*test_optim.cpp'
+step tests-ops tests_ops.log gpu_tests --source-file='*test_ops.cpp,*test_tensor.cpp,*test_optim.cpp,*test_gpt.cpp,*test_cuda_plans.cpp'
 step tests-train tests_train.log gpu_tests --test-case='on the GPU*'
 if grep -q "CUDA cases of the op tests are skipped\|CUDA copy case is skipped" "$OUT"/tests_*.log; then
   say "tests: the GPU cases were SKIPPED (no GPU seen by the tests)"
