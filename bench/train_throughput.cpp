@@ -107,6 +107,13 @@ nlohmann::json run_json(const std::string& cmd) {
   return nlohmann::json::parse(last, nullptr, false);
 }
 
+// The checkout holding bench/torch_gpt.py: this build's, unless the environment names another
+// (a build carried to another machine, scripts/gpu_bundle.sh).
+std::string source_dir() {
+  const char* env = std::getenv("FLEXTP_SOURCE_DIR");
+  return env && *env ? env : FLEXTP_SOURCE_DIR;
+}
+
 std::string torch_python() {
   if (const char* env = std::getenv("FLEXTP_TORCH_PYTHON")) return env;
   if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0) return "/usr/bin/python3";
@@ -185,7 +192,7 @@ int main(int argc, char** argv) {
     nlohmann::json theirs;
     if (!python.empty()) {
       std::ostringstream cmd;
-      cmd << python << " " << FLEXTP_SOURCE_DIR << "/bench/torch_gpt.py " << c->vocab << " " << c->seq
+      cmd << python << " " << source_dir() << "/bench/torch_gpt.py " << c->vocab << " " << c->seq
           << " " << c->layers << " " << c->heads << " " << c->embd << " " << c->batch << " "
           << threads << " " << steps << " " << warmup << " " << (gpu ? "cuda" : "cpu") << " " << precision;
       theirs = run_json(cmd.str());

@@ -71,7 +71,7 @@ fi
 
 # 2. Tests with their GPU cases on. The doctest binary holds every test; these filters pick the
 # ones with GPU cases. FLEXTP_TRAIN_BINARY: the build may come from another machine's paths.
-export FLEXTP_TRAIN_BINARY=$PWD/$BUILD/train
+export FLEXTP_TRAIN_BINARY=$PWD/$BUILD/train FLEXTP_SOURCE_DIR=$PWD
 command -v mpirun >/dev/null && export FLEXTP_MPIRUN="mpirun --oversubscribe --allow-run-as-root --bind-to none"
 gpu_tests() {
   "$BUILD/flextp_tests" "$@" || return $?
