@@ -39,11 +39,16 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm 
   >"$OUT/gpu.txt" 2>&1 || say "nvidia-smi failed"
 cat "$OUT/gpu.txt" | tee -a "$SUMMARY"
 
-# Libraries: NCCL (and cuBLAS) may live in Python wheels rather than /usr/local/cuda.
+# Libraries: NCCL (and cuBLAS) may live in Python wheels (site-packages/nvidia/*/lib) rather than
+# /usr/local/cuda; those folders are looked at before a search of the whole disk.
+wheel_libs=$(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, d, "lib") for p in nvidia.__path__ for d in os.listdir(p)))' 2>/dev/null)
 for lib in libnccl.so.2 libcublas.so.13 libcudart.so.13; do
   if ! ldconfig -p 2>/dev/null | grep -q "$lib" && [ ! -e "/usr/local/cuda/lib64/$lib" ]; then
-    found=$(find /usr /opt -name "$lib" 2>/dev/null | head -1)
+    found=""
+    for d in $wheel_libs; do [ -e "$d/$lib" ] && found=$d/$lib && break; done
+    [ -z "$found" ] && found=$(find /usr /opt -name "$lib" 2>/dev/null | head -1)
     [ -n "$found" ] && export LD_LIBRARY_PATH=$(dirname "$found"):${LD_LIBRARY_PATH:-}
+    [ -z "$found" ] && say "warning: $lib not found"
   fi
 done
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
