@@ -58,6 +58,9 @@ if [ -x gpu-bundle/train ]; then
   BUILD=gpu-bundle
   export LD_LIBRARY_PATH=$PWD/gpu-bundle/runtime-libs:$LD_LIBRARY_PATH
   say "build: using the carried gpu-bundle (built at commit $(cut -c1-7 gpu-bundle/commit 2>/dev/null))"
+  if [ "$(cat gpu-bundle/commit 2>/dev/null)" != "$(git rev-parse HEAD 2>/dev/null)" ]; then
+    say "warning: gpu-bundle was built at another commit than this tree's; run scripts/gpu_bundle.sh again"
+  fi
 else
   if [ ! -e /usr/local/cuda/include/nccl.h ]; then
     inc=$(find /usr /opt -name nccl.h 2>/dev/null | head -1)
