@@ -1,6 +1,8 @@
 #pragma once
 // Where an op chooses its kernel: core/cpu/<op>.cpp on the CPU, core/cuda/<op>.cu on the GPU.
 // Both implement the functions declared in namespace cpu and cuda of core/ops/<op>.h.
+#include <vector>
+
 #include "core/error.h"
 #include "core/tensor.h"
 
@@ -23,6 +25,14 @@ void dispatch_float(DType t, const char* op, F&& f) {
 inline void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
   FLEXTP_CHECK(a.device() == b.device(), op, ": tensors on different devices: ", a.str(), " and ",
                b.str());
+}
+
+// The values of a small i32 tensor (token ids, targets) on the host: read in place on the CPU,
+// copied from a GPU, so that the op checks them once, before any kernel, on either device.
+inline const int32_t* host_ints(const Tensor& t, std::vector<int32_t>& copy) {
+  if (t.device().is_cpu()) return t.data<int32_t>();
+  copy = t.to_vector<int32_t>();
+  return copy.data();
 }
 
 inline void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {

@@ -2,8 +2,6 @@
 // Column sums of a [rows, cols] matrix given by a functor value(r, j), deterministic and parallel
 // over both dimensions: each chunk of rows sums its columns into a partial row, then the partial
 // rows are added. Bias gradients and LayerNorm's weight gradients are such sums over all tokens.
-#include <algorithm>
-
 #include "core/cuda/launch.h"
 #include "core/cuda/indexing.h"
 #include "core/tensor.h"

@@ -4,7 +4,7 @@
 
 #include "core/cuda/check.h"
 #include "core/cuda/stream.h"
-#include "core/dtype.h"
+#include "core/dispatch.h"
 
 namespace flextp::cuda {
 
@@ -15,16 +15,8 @@ inline unsigned grid_for(size_t n) {
   return static_cast<unsigned>(blocks < (1u << 30) ? blocks : (1u << 30));  // grid loops cover the rest
 }
 
-// Runs f(float{}) or f(double{}) for a floating-point dtype.
-template <typename F>
-void dispatch_float(DType t, const char* op, F&& f) {
-  if (t == DType::F32)
-    f(float{});
-  else if (t == DType::F64)
-    f(double{});
-  else
-    FLEXTP_FAIL(op, " needs f32 or f64 tensors, not ", dtype_name(t));
-}
+// The CPU's dispatch over f32 and f64 (core/dispatch.h), for the kernel templates here too.
+using detail::dispatch_float;
 
 #define FLEXTP_CUDA_GRID_LOOP(i, n)                                                      \
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < (n); \

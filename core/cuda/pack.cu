@@ -41,7 +41,8 @@ void pack(const std::vector<Tensor>& parts, Tensor& out) {
   for (uint64_t& s : starts) s /= unit;
   int n = static_cast<int>(table.size());
   table.insert(table.end(), starts.begin(), starts.end());
-  Tensor dev(Tensor::empty({static_cast<int64_t>(table.size() * 2)}, DType::I32, out.device()));
+  // Device memory for the table: 8 bytes per entry (tensors have no 64-bit integer dtype).
+  Tensor dev = Tensor::empty({static_cast<int64_t>(table.size())}, DType::F64, out.device());
   cuda::memcpy(dev.raw(), true, table.data(), false, table.size() * sizeof(uint64_t));
   const uint64_t* d = static_cast<const uint64_t*>(dev.raw());
   size_t total = at / unit;

@@ -11,16 +11,17 @@ constexpr int32_t kNoIgnore = -100;
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index = kNoIgnore);
 
 namespace cpu {
-// loss: scalar mean; lse [N] kept for the backward; returns the number of counted rows.
-int64_t cross_entropy_forward(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
-                              Tensor& loss, Tensor& lse);
+// loss: the mean over the `counted` rows whose target is not ignore_index (0 if none); lse [N]
+// kept for the backward. The op has checked the targets.
+void cross_entropy_forward(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
+                           int64_t counted, Tensor& loss, Tensor& lse);
 // dlogits = scale * (softmax(logits) - onehot(target)) on counted rows, 0 on ignored rows.
 void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                             int32_t ignore_index, double scale, Tensor& dlogits);
 }  // namespace cpu
 namespace cuda {
-int64_t cross_entropy_forward(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
-                              Tensor& loss, Tensor& lse);
+void cross_entropy_forward(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
+                           int64_t counted, Tensor& loss, Tensor& lse);
 void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                             int32_t ignore_index, double scale, Tensor& dlogits);
 }  // namespace cuda
