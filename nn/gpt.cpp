@@ -43,10 +43,10 @@ GPT::GPT(const GPTConfig& c, const LocalUnits& units, Communicator* comm)
   ln_f_ = &add_module(std::make_unique<LayerNorm>("ln_f", c.n_embd, c.dtype));
 }
 
-Tensor GPT::hidden(const Tensor& ids_any) const {
-  FLEXTP_CHECK(ids_any.dtype() == DType::I32 && ids_any.ndim() == 2, "GPT: token ids must be i32 [B, T], got ",
-               ids_any.str());
-  Tensor ids = ids_any.to(wte.value.device());  // token ids may come from the host
+Tensor GPT::hidden(const Tensor& ids) const {
+  // ids may be on any device: they are mapped to local rows on the host anyway (vocab_parallel.h).
+  FLEXTP_CHECK(ids.dtype() == DType::I32 && ids.ndim() == 2, "GPT: token ids must be i32 [B, T], got ",
+               ids.str());
   FLEXTP_CHECK(ids.size(1) <= config_.n_positions, "GPT: sequence length ", ids.size(1),
                " exceeds n_positions ", config_.n_positions);
   int64_t t = ids.size(1);
@@ -87,7 +87,7 @@ Tensor GPT::loss(const Tensor& ids, const Tensor& targets) const {
                " must have the shape of ids ", ids.str());
   Tensor l = local_logits(ids);  // [B, T, Vl]
   int64_t n = ids.numel();
-  return vocab_parallel_cross_entropy(reshape(l, {n, l.size(-1)}), reshape(targets.to(l.device()), {n}),
+  return vocab_parallel_cross_entropy(reshape(l, {n, l.size(-1)}), reshape(targets, {n}),
                                       vocab_layout(), comm_);
 }
 

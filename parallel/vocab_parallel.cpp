@@ -41,7 +41,8 @@ Tensor VocabLayout::local_ids(const Tensor& ids) const {
 
 Tensor vocab_parallel_embedding(const Tensor& ids, const Tensor& table, const VocabLayout& layout,
                                 Communicator* comm) {
-  return reduce_from_tensor_parallel(embedding(layout.local_ids(ids), table), comm);
+  // The ids are read on the host; the local ids go to the table's device.
+  return reduce_from_tensor_parallel(embedding(layout.local_ids(ids).to(table.device()), table), comm);
 }
 
 Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, const VocabLayout& layout,

@@ -28,11 +28,13 @@ class VocabLayout {
 };
 
 // ids [...] -> [..., C]: each rank looks up the rows it holds (zeros elsewhere), then all-reduce.
+// The ids may be on any device (they are mapped on the host); the result is on the table's.
 Tensor vocab_parallel_embedding(const Tensor& ids, const Tensor& table, const VocabLayout& layout,
                                 Communicator* comm);
 
 // Mean cross-entropy over rows whose target is not ignore_index, from this rank's logit
-// columns [N, Vl] (in the layout's local order) and the global targets [N]. Every rank gets the
+// columns [N, Vl] (in the layout's local order) and the global targets [N] (on any device: they
+// are read on the host). Every rank gets the
 // same loss; the backward gives each rank the gradient of its own columns.
 Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, const VocabLayout& layout,
                                     Communicator* comm, int32_t ignore_index = -100);
