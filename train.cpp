@@ -198,6 +198,7 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device 
   StepClock comm(world, slowdown(o, world.size()));
   comm.set_sync_gpu(device.is_cuda());
   cuda::set_allow_tf32(o.tf32);
+  cuda::set_cudnn_attention(o.attention == "cudnn");
   std::unique_ptr<Contention> contention;
   for (const std::string& spec : o.contend) {
     auto [rank, threads] = parse_contend(spec);
@@ -343,6 +344,8 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device 
       say("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s\n", (long long)step + 1,
                   loss_v, lr, ms, tok_s);
       if (comm.size() > 1) say("%s", balancer.monitor().str().c_str());
+      // Where cuDNN was asked for but cannot take the attention, the first step says why.
+      if (step == 0 && device.is_cuda()) say("attention on %s\n", cuda::attention_path().c_str());
     }
     progress.step(step + 1, loss_v, ms);
     if (bal.plan.migrate)
@@ -401,6 +404,7 @@ int main(int argc, char** argv) {
     // --comm-backend mpi stages GPU tensors through the host instead: NCCL refuses two ranks
     // on one GPU, MPI does not.
     FLEXTP_CHECK(o.comm_backend != "nccl" || device.is_cuda(), "--comm-backend nccl needs --device cuda");
+    FLEXTP_CHECK(o.attention == "own" || device.is_cuda(), "--attention ", o.attention, " needs --device cuda");
     bool nccl = o.comm_backend == "nccl" || (o.comm_backend == "auto" && device.is_cuda());
     if (mpi && nccl)
       comm = make_nccl_communicator(device.index);

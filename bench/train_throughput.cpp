@@ -6,7 +6,7 @@
 // H200's datasheet peak for the precision used.
 //
 //   bench_train_throughput [--configs tiny,small,...] [--steps 20] [--warmup 3] [--no-torch]
-//   bench_train_throughput --device cuda [--tf32] [--configs gpt2-124m] [--batch 16]
+//   bench_train_throughput --device cuda [--tf32] [--attention cudnn] [--configs gpt2-124m] [--batch 16]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
@@ -56,11 +56,12 @@ double peak_rss_mb() {
 }
 
 // Trains one config in this process; prints a JSON line.
-int run_one(const BenchConfig& b, int steps, int warmup, Device device, bool tf32) {
+int run_one(const BenchConfig& b, int steps, int warmup, Device device, bool tf32, bool cudnn) {
   GPTConfig c;
   c.vocab_size = b.vocab, c.n_positions = b.seq, c.n_layer = b.layers, c.n_head = b.heads;
   c.n_embd = b.embd;
   cuda::set_allow_tf32(tf32);
+  cuda::set_cudnn_attention(cudnn);
   GPT model(c);
   model.to(device);
   AdamW opt({0.9, 0.999, 1e-8, 0.0});
@@ -89,6 +90,7 @@ int run_one(const BenchConfig& b, int steps, int warmup, Device device, bool tf3
     out["tflops"] = tflops;
     out["mfu"] = tflops / (tf32 ? kH200Tf32 : kH200Fp32);
     out["peak_mb"] = allocator_stats(device).peak_in_use / 1048576.0;
+    out["attention"] = cuda::attention_path();
   } else {
     out["peak_mb"] = peak_rss_mb();
   }
@@ -128,8 +130,11 @@ int main(int argc, char** argv) {
   int steps = 20, warmup = 3;
   int64_t batch = 0;
   bool no_torch = false, tf32 = false;
+  std::string attention = "own";
   app.add_option("--device", device_spec, "cpu or cuda[:N]");
   app.add_flag("--tf32", tf32, "GPU: f32 matmuls on TF32 tensor cores");
+  app.add_option("--attention", attention, "GPU attention: own (f32 kernels) or cudnn (fused, bf16 inputs)")
+      ->check(CLI::IsMember({"own", "cudnn"}));
   app.add_option("--batch", batch, "override the configs' batch size")->check(CLI::PositiveNumber);
   app.add_option("--configs", configs, "comma-separated config names");
   app.add_option("--steps", steps, "timed steps (median)")->check(CLI::PositiveNumber);
@@ -158,7 +163,7 @@ int main(int argc, char** argv) {
   if (!one.empty()) {
     const BenchConfig* c = find(one);
     if (!c) return 2;
-    return run_one(*c, steps, warmup, device, tf32);
+    return run_one(*c, steps, warmup, device, tf32, attention == "cudnn");
   }
 
   std::string python = no_torch ? "" : torch_python();
@@ -185,7 +190,7 @@ int main(int argc, char** argv) {
     std::snprintf(shape, sizeof shape, "(%lld, %lld, %lld, %lld, %lld, %lld)", (long long)c->vocab,
                   (long long)c->seq, (long long)c->layers, (long long)c->heads, (long long)c->embd,
                   (long long)c->batch);
-    std::string flags = " --device " + device_spec + (tf32 ? " --tf32" : "") +
+    std::string flags = " --device " + device_spec + (tf32 ? " --tf32" : "") + " --attention " + attention +
                         (batch > 0 ? " --batch " + std::to_string(batch) : "");
     nlohmann::json ours = run_json(std::string(argv[0]) + " --one " + name + " --steps " +
                                    std::to_string(steps) + " --warmup " + std::to_string(warmup) + flags);
@@ -208,6 +213,7 @@ int main(int argc, char** argv) {
     if (gpu && ours.is_object())
       std::printf("  %7.1f %5.1f%%", ours["tflops"].get<double>(), 100 * ours["mfu"].get<double>());
     std::printf("\n");
+    if (gpu && ours.is_object()) std::printf("  attention on %s\n", ours["attention"].get<std::string>().c_str());
     std::fflush(stdout);
   }
   if (!python.empty()) {

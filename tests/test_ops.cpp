@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "core/cuda/cuda_runtime_api.h"
 #include "core/ops/attention.h"
 #include "core/ops/cross_entropy.h"
 #include "core/ops/dropout.h"
@@ -232,6 +233,54 @@ TEST_CASE("attention: gradient, f32, zero heads, bad shapes") {
                        Error);
   CHECK_THROWS_WITH_AS(attention(Tensor::zeros({6, 10}), 2), doctest::Contains("[B, T, H*3*D]"),
                        Error);
+}
+
+namespace {
+// |a - b| / |b| over all elements: bf16 rounding shows as a relative error near 1e-3.
+double relative_error(const Tensor& a, const Tensor& b) {
+  std::vector<double> x = a.to(Device::cpu()).to(DType::F64).to_vector<double>();
+  std::vector<double> y = b.to(Device::cpu()).to(DType::F64).to_vector<double>();
+  REQUIRE(x.size() == y.size());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    num += (x[i] - y[i]) * (x[i] - y[i]);
+    den += y[i] * y[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+struct CudnnAttentionOn {
+  CudnnAttentionOn() { cuda::set_cudnn_attention(true); }
+  ~CudnnAttentionOn() { cuda::set_cudnn_attention(false); }
+};
+}  // namespace
+
+TEST_CASE("on the GPU, cuDNN's fused attention follows the CPU attention within bf16 rounding") {
+  if (!test::gpu_present()) return;
+  CudnnAttentionOn on;
+  for (int64_t heads : {1, 3}) {
+    INFO(heads, " heads");
+    int64_t d = 64;
+    Tensor x = Tensor::randn({2, 128, heads * 3 * d}, 21, 0, 0, 0.5, DType::F64);
+    Tensor g = Tensor::randn({2, 128, heads * d}, 22, 0, 0, 1, DType::F64);
+    Tensor xc = x.detach(), xg = x.to(DType::F32).to(Device::cuda(0));
+    xc.set_requires_grad(true);
+    xg.set_requires_grad(true);
+    Tensor yc = attention(xc, heads), yg = attention(xg, heads);
+    INFO("path: ", cuda::attention_path());
+    REQUIRE(cuda::attention_path().rfind("cuDNN", 0) == 0);
+    CHECK(relative_error(yg, yc) < 1e-2);
+    sum(mul(yc, g)).backward();
+    sum(mul(yg, g.to(DType::F32).to(Device::cuda(0)))).backward();
+    INFO("backward path: ", cuda::attention_path());
+    CHECK(cuda::attention_path().rfind("cuDNN", 0) == 0);
+    CHECK(relative_error(xg.grad(), xc.grad()) < 2e-2);
+  }
+  // A head size cuDNN has no engine for runs on the own kernels, exactly.
+  Tensor x = Tensor::randn({2, 16, 2 * 3 * 4}, 23, 0, 0, 1);
+  Tensor y = attention(x.to(Device::cuda(0)), 2);
+  CHECK(cuda::attention_path().find("head size 4") != std::string::npos);
+  CHECK(relative_error(y, attention(x, 2)) < 1e-5);
 }
 
 // ---------------------------------------------------------------- cross-entropy

@@ -12,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "core/cuda/cudnn_attention.h"
 #include "core/cuda/sdpa_graph.h"
 #include "core/ops/attention.h"
 #include "tests/gradcheck.h"
@@ -228,4 +229,18 @@ TEST_CASE("cuDNN takes the attention only where its engines have a case for it")
   CHECK_FALSE(supported(cuda::AttentionLayout(2, 128, 1, 3 * 256), 91900, &why));
   CHECK_FALSE(supported(cuda::AttentionLayout(2, 128, 4, 3 * 4 * 64), 8907, &why));
   CHECK(why.find("cuDNN 9") != std::string::npos);
+}
+
+TEST_CASE("cuDNN accepts every tensor and operation of the attention graphs (where libcudnn loads)") {
+  for (bool forward : {true, false}) {
+    for (int64_t heads : {1, 12}) {
+      INFO(std::string(forward ? "forward" : "backward"), ", ", heads, " heads");
+      std::string result = cuda::cudnn_attention_describe(forward, cuda::AttentionLayout(2, 128, heads, heads * 3 * 64));
+      if (result.rfind("unavailable", 0) == 0) {
+        MESSAGE("cuDNN descriptors not checked: " << result);
+        return;
+      }
+      CHECK_MESSAGE(result.empty(), result);
+    }
+  }
 }

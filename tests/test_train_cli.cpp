@@ -79,6 +79,8 @@ TEST_CASE("bad flags, files and configurations end with a clear message and stat
   fails_with("--device gpu", "unknown device 'gpu' (expected cpu, cuda or cuda:N)");
   fails_with("--comm-backend gloo", "--comm-backend");
   fails_with("--comm-backend nccl --data " + data, "--comm-backend nccl needs --device cuda");
+  fails_with("--attention flash", "--attention");
+  fails_with("--attention cudnn --data " + data, "--attention cudnn needs --device cuda");
   if (!test::gpu_present()) {  // without a GPU (or CUDA) the flag says why it cannot be honoured
     fails_with("--device cuda --data " + data, "--device cuda: ");
     fails_with("--device cuda:1 --data " + data, "--device cuda:1: ");
@@ -153,6 +155,27 @@ TEST_CASE("on the GPU, training follows the CPU run step by step (skipped withou
   REQUIRE(c.size() == 8);
   for (size_t s = 0; s < a.size(); ++s)
     CHECK(c[s]["loss"].get<double>() == doctest::Approx(a[s]["loss"].get<double>()).epsilon(1e-4));
+}
+
+TEST_CASE("on the GPU, --attention cudnn trains like the own kernels, within bf16 rounding") {
+  if (!test::gpu_present()) return;
+  test::TempDir dir("gpu-cudnn");
+  std::string data = corpus(dir);
+  // Head size 64 and 128 positions: a case cuDNN's fused attention has engines for.
+  std::string base = "--n-layer 2 --n-head 2 --n-embd 128 --mlp-unit 64 --seq-len 128 --batch 4 --steps 12 "
+                     "--log-every 100 --eval-every 0 --eval-batches 2 --warmup 2 --device cuda --data " + data + " --metrics ";
+  Run own = run_train(base + dir.file("own.jsonl"));
+  INFO(own.output);
+  REQUIRE(own.status == 0);
+  Run fused = run_train(base + dir.file("cudnn.jsonl") + " --attention cudnn");
+  INFO(fused.output);
+  REQUIRE(fused.status == 0);
+  CHECK(fused.output.find("attention on cuDNN") != std::string::npos);
+  std::vector<nlohmann::json> a = read_metrics(dir.file("own.jsonl")), b = read_metrics(dir.file("cudnn.jsonl"));
+  REQUIRE(a.size() == 12);
+  REQUIRE(b.size() == 12);
+  for (size_t s = 0; s < a.size(); ++s)
+    CHECK(b[s]["loss"].get<double>() == doctest::Approx(a[s]["loss"].get<double>()).epsilon(2e-2));
 }
 
 TEST_CASE("a straggler with --balance migrate: units move to the fast ranks, losses do not change") {

@@ -1,9 +1,11 @@
-// GPU side of core/ops/attention.h: the steps of core/cuda/attention_plan.h on cuBLAS (strided-
-// batched over the heads of one sequence, reading q, k, v in place in the packed layout) and
-// own kernels for the causal softmax and the score gradient. The score matrices of one sequence
-// are the only scratch ([H, T, T]).
+// GPU side of core/ops/attention.h: cuDNN's fused flash attention when it is switched on and can
+// take the call (core/cuda/cudnn_attention.h), otherwise the steps of core/cuda/attention_plan.h on
+// cuBLAS (strided-batched over the heads of one sequence, reading q, k, v in place in the packed
+// layout) and own kernels for the causal softmax and the score gradient. The score matrices of
+// one sequence are the only scratch ([H, T, T]).
 #include "core/cuda/attention_plan.h"
 #include "core/cuda/blas.h"
+#include "core/cuda/cudnn_attention.h"
 #include "core/cuda/launch.h"
 #include "core/ops/attention.h"
 
@@ -78,6 +80,7 @@ struct CudaAttention {
 
 void attention_forward(const Tensor& qkv, int64_t n_head, Tensor& out, Tensor& lse) {
   if (n_head == 0 || qkv.numel() == 0) return;
+  if (cudnn_attention_forward(qkv, n_head, out, lse)) return;
   AttentionLayout L(qkv.size(0), qkv.size(1), n_head, qkv.size(2));
   Tensor scores = Tensor::empty({L.h, L.t, L.t}, qkv.dtype(), qkv.device());
   CudaAttention be;
@@ -90,6 +93,7 @@ void attention_forward(const Tensor& qkv, int64_t n_head, Tensor& out, Tensor& l
 void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse,
                         const Tensor& dout, int64_t n_head, Tensor& dqkv) {
   if (n_head == 0 || qkv.numel() == 0) return;
+  if (cudnn_attention_backward(qkv, out, lse, dout, n_head, dqkv)) return;
   AttentionLayout L(qkv.size(0), qkv.size(1), n_head, qkv.size(2));
   Tensor probs = Tensor::empty({L.h, L.t, L.t}, qkv.dtype(), qkv.device());
   Tensor dscores = Tensor::empty({L.h, L.t, L.t}, qkv.dtype(), qkv.device());

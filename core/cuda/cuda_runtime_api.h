@@ -3,6 +3,7 @@
 // runtime.cu when flextp is built with CUDA, and by stubs that explain how to get CUDA otherwise.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "core/dtype.h"
 
@@ -14,6 +15,12 @@ void use_device(int device);
 // Whether f32 matmuls may use TF32 tensor cores (10-bit mantissa inputs, f32 accumulation).
 void set_allow_tf32(bool allow);
 bool allow_tf32();
+// Whether attention runs on cuDNN's fused flash attention in bf16 (core/cuda/cudnn_attention.h)
+// rather than on the own f32 kernels, and which of the two the last attention call took (with
+// the reason when cuDNN could not take it).
+void set_cudnn_attention(bool on);
+bool cudnn_attention();
+std::string attention_path();
 void* raw_malloc(int device, size_t bytes);
 void raw_free(int device, void* p);
 // Copies between host and device memory; each side is "on_device" or host.

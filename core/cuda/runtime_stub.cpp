@@ -1,5 +1,6 @@
 // Used when flextp is built without CUDA: every GPU request fails with a message saying why.
 #include "core/cuda/cuda_runtime_api.h"
+#include "core/cuda/cudnn_attention.h"
 #include "core/error.h"
 
 namespace flextp::cuda {
@@ -14,6 +15,9 @@ int device_count() { return 0; }
 void use_device(int) { no_cuda("selecting a CUDA device"); }
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
+void set_cudnn_attention(bool) {}
+bool cudnn_attention() { return false; }
+std::string attention_path() { return "own kernels (no CUDA backend in this build)"; }
 void* raw_malloc(int, size_t) { no_cuda("cuda allocation"); }
 void raw_free(int, void*) { no_cuda("cuda free"); }
 void memcpy(void*, bool, const void*, bool, size_t) { no_cuda("cuda copy"); }
@@ -21,5 +25,13 @@ void synchronize() {}
 void fill(void*, size_t, DType, double) { no_cuda("cuda fill"); }
 void fill_uniform_f32(float*, size_t, uint64_t, uint64_t, float, float) { no_cuda("cuda uniform"); }
 void fill_normal_f32(float*, size_t, uint64_t, uint64_t, float, float) { no_cuda("cuda randn"); }
+
+std::string cudnn_attention_describe(bool, const AttentionLayout&) {
+  return "unavailable: this flextp build has no CUDA backend";
+}
+bool cudnn_attention_forward(const Tensor&, int64_t, Tensor&, Tensor&) { return false; }
+bool cudnn_attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, Tensor&) {
+  return false;
+}
 
 }  // namespace flextp::cuda
