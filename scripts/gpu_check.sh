@@ -6,8 +6,9 @@
 #   2. runs the op, tensor, optimizer, whole-GPT and end-to-end training tests with their GPU
 #      cases on; a GPU case that skips counts as a failure here;
 #   3. trains the default model on the GPU for a few hundred steps (loss, tok/s);
-#   4. benchmarks GPT-2 small (124M parameters, T 1024) training in fp32 and TF32: tokens/s and
-#      MFU against the H200's peak, beside PyTorch on the same GPU when python3 has torch.
+#   4. benchmarks GPT-2 small (124M parameters, T 1024) training in fp32, TF32, and TF32 with
+#      cuDNN's fused attention: tokens/s and MFU against the H200's peak, beside PyTorch on the
+#      same GPU when python3 has torch.
 # Everything is logged under $OUT (default ./gpu-out); summary.txt lists each step's outcome.
 #
 #   scripts/gpu_check.sh [--quick]     --quick: fewer benchmark steps
@@ -39,10 +40,11 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm 
   >"$OUT/gpu.txt" 2>&1 || say "nvidia-smi failed"
 cat "$OUT/gpu.txt" | tee -a "$SUMMARY"
 
-# Libraries: NCCL (and cuBLAS) may live in Python wheels (site-packages/nvidia/*/lib) rather than
-# /usr/local/cuda; those folders are looked at before a search of the whole disk.
+# Libraries: NCCL, cuBLAS and cuDNN (opened at run time by --attention cudnn) may live in Python
+# wheels (site-packages/nvidia/*/lib) rather than /usr/local/cuda; those folders are looked at
+# before a search of the whole disk.
 wheel_libs=$(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, d, "lib") for p in nvidia.__path__ for d in os.listdir(p)))' 2>/dev/null)
-for lib in libnccl.so.2 libcublas.so.13 libcudart.so.13; do
+for lib in libnccl.so.2 libcublas.so.13 libcudart.so.13 libcudnn.so.9; do
   if ! ldconfig -p 2>/dev/null | grep -q "$lib" && [ ! -e "/usr/local/cuda/lib64/$lib" ]; then
     found=""
     for d in $wheel_libs; do [ -e "$d/$lib" ] && found=$d/$lib && break; done
@@ -84,9 +86,10 @@ command -v mpirun >/dev/null && export FLEXTP_MPIRUN="mpirun --oversubscribe --a
 gpu_tests() {
   "$BUILD/flextp_tests" "$@" || return $?
 }
-step tests-ops tests_ops.log gpu_tests --source-file='*test_ops.cpp,*test_tensor.cpp,*test_optim.cpp,*test_gpt.cpp,*test_cuda_plans.cpp'
+step tests-ops tests_ops.log gpu_tests \
+  --source-file='*test_ops.cpp,*test_tensor.cpp,*test_optim.cpp,*test_gpt.cpp,*test_cuda_plans.cpp,*test_sdpa_graph.cpp'
 step tests-train tests_train.log gpu_tests --test-case='on the GPU*'
-if grep -q "CUDA cases of the op tests are skipped\|CUDA copy case is skipped" "$OUT"/tests_*.log; then
+if grep -q "CUDA cases of the op tests are skipped\|CUDA copy case is skipped\|cuDNN descriptors not checked" "$OUT"/tests_*.log; then
   say "tests: the GPU cases were SKIPPED (no GPU seen by the tests)"
   failed=1
 fi
@@ -95,12 +98,17 @@ fi
 cat README.md core/*.h nn/*.h parallel/*.h >"$OUT/corpus.txt"
 step train-default train_default.log "$BUILD/train" --device cuda --data "$OUT/corpus.txt" --steps 300 \
   --log-every 50 --eval-every 100 --metrics "$OUT/train_default.jsonl" --sample 200
+# The same with cuDNN's fused attention (the default model: head size 32, 128 positions).
+step train-cudnn train_cudnn.log "$BUILD/train" --device cuda --attention cudnn --data "$OUT/corpus.txt" \
+  --steps 300 --log-every 50 --eval-every 100 --metrics "$OUT/train_cudnn.jsonl"
+grep -h "attention on" "$OUT/train_default.log" "$OUT/train_cudnn.log" | tee -a "$SUMMARY"
 
-# 4. GPT-2 small throughput, fp32 then TF32.
+# 4. GPT-2 small throughput: fp32, TF32, TF32 with cuDNN's fused attention.
 python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && export FLEXTP_TORCH_PYTHON=$(command -v python3)
-for precision in fp32 tf32; do
+for precision in fp32 tf32 tf32-cudnn; do
   flag=""
   [ "$precision" = tf32 ] && flag="--tf32"
+  [ "$precision" = tf32-cudnn ] && flag="--tf32 --attention cudnn"
   step "bench-$precision" "bench_$precision.log" "$BUILD/bench_train_throughput" --device cuda $flag \
     --configs gpt2-124m --steps "$STEPS" --warmup 2
   cat "$OUT/bench_$precision.log" | tee -a "$SUMMARY"
