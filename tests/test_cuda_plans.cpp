@@ -13,6 +13,7 @@
 #include "core/ops/attention.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/matmul.h"
+#include "tests/attention_reference.h"
 #include "tests/gradcheck.h"
 
 using namespace flextp;
@@ -101,15 +102,10 @@ TEST_CASE("cuBLAS calls of matmul: the column-major mapping gives the row-major 
 TEST_CASE("the GPU attention's steps equal the CPU attention, forward and backward") {
   for (int64_t heads : {1, 3}) {
     INFO(heads, " heads");
-    int64_t b = 2, t = 6, d = 4, w = heads * 3 * d;
-    Tensor qkv = Tensor::randn({b, t, w}, 3, 0, 0, 1, DType::F64);
-    Tensor dout = Tensor::randn({b, t, heads * d}, 4, 0, 0, 1, DType::F64);
-    Tensor out = Tensor::zeros({b, t, heads * d}, DType::F64), lse = Tensor::zeros({b, heads, t}, DType::F64);
-    Tensor dqkv = Tensor::zeros({b, t, w}, DType::F64);
-    cpu::attention_forward(qkv, heads, out, lse);
-    cpu::attention_backward(qkv, out, lse, dout, heads, dqkv);
-
-    cuda::AttentionLayout L(b, t, heads, w);
+    int64_t t = 6;
+    test::AttentionReference ref(2, t, heads, 4, 3);
+    const Tensor &qkv = ref.qkv, &dout = ref.dout, &out = ref.out, &lse = ref.lse, &dqkv = ref.dqkv;
+    cuda::AttentionLayout L = ref.layout();
     ReferenceBackend be;
     std::vector<double> o(out.numel(), -1.0), l(lse.numel(), -1.0), dq(dqkv.numel(), -1.0);
     std::vector<double> s1(heads * t * t), s2(heads * t * t);

@@ -15,6 +15,7 @@
 #include "core/cuda/cudnn_attention.h"
 #include "core/cuda/sdpa_graph.h"
 #include "core/ops/attention.h"
+#include "tests/attention_reference.h"
 #include "tests/gradcheck.h"
 
 using namespace flextp;
@@ -42,6 +43,12 @@ class Interpreter {
     const GraphTensor& t = g_.tensor(uid);
     REQUIRE(base + span(t) <= static_cast<int64_t>(mem->size()));
     views_[uid] = View{std::move(mem), base};
+  }
+
+  // q, k and v (or their gradients): D columns apart in each head's block of the packed layout.
+  void bind_heads(std::initializer_list<int64_t> uids, const std::shared_ptr<std::vector<double>>& mem, int64_t d) {
+    int64_t base = 0;
+    for (int64_t uid : uids) bind(uid, mem, base), base += d;
   }
 
   void run() {
@@ -162,22 +169,16 @@ void check_well_formed(const Graph& g) {
 TEST_CASE("cuDNN's attention graph, run by its definition on the CPU, equals the CPU attention") {
   for (int64_t heads : {1, 3}) {
     INFO(heads, " heads");
-    int64_t b = 2, t = 5, d = 4, w = heads * 3 * d;
-    Tensor qkv = Tensor::randn({b, t, w}, 7, 0, 0, 1, DType::F64);
-    Tensor dout = Tensor::randn({b, t, heads * d}, 8, 0, 0, 1, DType::F64);
-    Tensor out = Tensor::zeros({b, t, heads * d}, DType::F64), lse = Tensor::zeros({b, heads, t}, DType::F64);
-    Tensor dqkv = Tensor::zeros({b, t, w}, DType::F64);
-    cpu::attention_forward(qkv, heads, out, lse);
-    cpu::attention_backward(qkv, out, lse, dout, heads, dqkv);
-    cuda::AttentionLayout L(b, t, heads, w);
+    int64_t d = 4;
+    test::AttentionReference ref(2, 5, heads, d, 7);
+    const Tensor &qkv = ref.qkv, &dout = ref.dout, &out = ref.out, &lse = ref.lse, &dqkv = ref.dqkv;
+    cuda::AttentionLayout L = ref.layout();
 
     Graph fwd = forward_graph(L);
     check_well_formed(fwd);
     auto qkv_mem = buffer_of(qkv), o = buffer(out.numel()), stats = buffer(lse.numel());
     Interpreter f(fwd);
-    f.bind(kQ, qkv_mem, 0);
-    f.bind(kK, qkv_mem, d);
-    f.bind(kV, qkv_mem, 2 * d);
+    f.bind_heads({kQ, kK, kV}, qkv_mem, d);
     f.bind(kO, o);
     f.bind(kStats, stats);
     f.run();
@@ -188,15 +189,11 @@ TEST_CASE("cuDNN's attention graph, run by its definition on the CPU, equals the
     check_well_formed(bwd);
     auto d_o = buffer_of(dout), dq = buffer(dqkv.numel()), work = buffer(bwd.workspace_bytes() / 4);
     Interpreter r(bwd);
-    r.bind(kQ, qkv_mem, 0);
-    r.bind(kK, qkv_mem, d);
-    r.bind(kV, qkv_mem, 2 * d);
+    r.bind_heads({kQ, kK, kV}, qkv_mem, d);
     r.bind(kO, o);
     r.bind(kDO, d_o);
     r.bind(kStats, stats);
-    r.bind(kDQ, dq, 0);
-    r.bind(kDK, dq, d);
-    r.bind(kDV, dq, 2 * d);
+    r.bind_heads({kDQ, kDK, kDV}, dq, d);
     r.bind(kSoftmaxSum, work, bwd.workspace_offset(kSoftmaxSum) / 4);
     r.bind(kDQAccum, work, bwd.workspace_offset(kDQAccum) / 4);
     r.run();

@@ -483,6 +483,14 @@ Tensor workspace_for(const Plan& p, Device device) {
   return ws;
 }
 
+// The plan for this call, or null (with the reason said) when the own kernels must take it.
+const Plan* plan_or_fall_back(bool forward, const Tensor& qkv, int64_t n_head, const AttentionLayout& L) {
+  std::string why;
+  const Plan* p = usable(qkv, n_head, &why) ? plan_for(forward, L, &why) : nullptr;
+  if (!p && !why.empty()) fall_back(why);
+  return p;
+}
+
 std::string in_use() {
   int64_t v = api().version;
   return "cuDNN " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) +
@@ -502,17 +510,9 @@ std::string cudnn_attention_describe(bool forward, const AttentionLayout& L) {
 }
 
 bool cudnn_attention_forward(const Tensor& qkv, int64_t n_head, Tensor& out, Tensor& lse) {
-  std::string why;
-  if (!usable(qkv, n_head, &why)) {
-    if (!why.empty()) fall_back(why);
-    return false;
-  }
   AttentionLayout L(qkv.size(0), qkv.size(1), n_head, qkv.size(2));
-  const Plan* p = plan_for(true, L, &why);
-  if (!p) {
-    fall_back(why);
-    return false;
-  }
+  const Plan* p = plan_or_fall_back(true, qkv, n_head, L);
+  if (!p) return false;
   Tensor q16 = to_bf16(qkv);
   Tensor o16 = Tensor::empty(out.shape(), DType::BF16, out.device());
   std::map<int64_t, void*> bound{{sdpa::kQ, q16.raw()},
@@ -528,17 +528,9 @@ bool cudnn_attention_forward(const Tensor& qkv, int64_t n_head, Tensor& out, Ten
 
 bool cudnn_attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse, const Tensor& dout,
                               int64_t n_head, Tensor& dqkv) {
-  std::string why;
-  if (!usable(qkv, n_head, &why)) {
-    if (!why.empty()) fall_back(why);
-    return false;
-  }
   AttentionLayout L(qkv.size(0), qkv.size(1), n_head, qkv.size(2));
-  const Plan* p = plan_for(false, L, &why);
-  if (!p) {
-    fall_back(why);
-    return false;
-  }
+  const Plan* p = plan_or_fall_back(false, qkv, n_head, L);
+  if (!p) return false;
   Tensor q16 = to_bf16(qkv), o16 = to_bf16(out), do16 = to_bf16(dout);
   Tensor dq16 = Tensor::empty(dqkv.shape(), DType::BF16, dqkv.device());
   Tensor ws = workspace_for(*p, qkv.device());

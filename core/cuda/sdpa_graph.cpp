@@ -53,6 +53,14 @@ class Builder {
   Dims scores() const { return {{L_.b, L_.h, L_.t, L_.t}}; }
   Dims rows() const { return {{L_.b, L_.h, L_.t, 1}}; }
 
+  // The tensors both directions bind: q, k^T, out, the log-sum-exp statistics and the scalars.
+  int64_t q() { return tensor(kQ, bhtd(), qkv_strides(), Type::io); }
+  int64_t kt() { return tensor(kK, bhdt(), qkv_strides_t(), Type::io); }
+  int64_t o() { return tensor(kO, bhtd(), out_strides(), Type::io); }
+  int64_t stats() { return tensor(kStats, rows(), packed(rows()), Type::f32); }
+  int64_t scale() { return scalar(kScale, 1.f / std::sqrt(static_cast<float>(L_.d))); }
+  int64_t neg_inf() { return scalar(kNegInf, std::numeric_limits<float>::lowest()); }
+
   int64_t matmul(int64_t a, int64_t b, int64_t c) {
     GraphOp op{OpKind::matmul};
     op.in0 = a, op.in1 = b, op.out = c;
@@ -109,8 +117,6 @@ class Builder {
   int64_t next_ = kFirstVirtual;
 };
 
-float scale_of(const AttentionLayout& L) { return 1.f / std::sqrt(static_cast<float>(L.d)); }
-
 }  // namespace
 
 const GraphTensor& Graph::tensor(int64_t uid) const {
@@ -145,13 +151,8 @@ int64_t Graph::workspace_bytes() const {
 
 Graph forward_graph(const AttentionLayout& L) {
   Builder g(L);
-  int64_t q = g.tensor(kQ, g.bhtd(), g.qkv_strides(), Type::io);
-  int64_t kt = g.tensor(kK, g.bhdt(), g.qkv_strides_t(), Type::io);
+  int64_t q = g.q(), kt = g.kt(), o = g.o(), stats = g.stats(), scale = g.scale(), neg_inf = g.neg_inf();
   int64_t v = g.tensor(kV, g.bhtd(), g.qkv_strides(), Type::io);
-  int64_t o = g.tensor(kO, g.bhtd(), g.out_strides(), Type::io);
-  int64_t stats = g.tensor(kStats, g.rows(), packed(g.rows()), Type::f32);
-  int64_t scale = g.scalar(kScale, scale_of(L));
-  int64_t neg_inf = g.scalar(kNegInf, std::numeric_limits<float>::lowest());
 
   int64_t s = g.matmul(q, kt, g.virt(g.scores()));
   s = g.pointwise(Pointwise::mul, s, scale);
@@ -168,17 +169,12 @@ Graph forward_graph(const AttentionLayout& L) {
 
 Graph backward_graph(const AttentionLayout& L) {
   Builder g(L);
-  int64_t q = g.tensor(kQ, g.bhtd(), g.qkv_strides(), Type::io);
-  int64_t kt = g.tensor(kK, g.bhdt(), g.qkv_strides_t(), Type::io);
+  int64_t q = g.q(), kt = g.kt(), o = g.o(), stats = g.stats(), scale = g.scale(), neg_inf = g.neg_inf();
   int64_t vt = g.tensor(kV, g.bhdt(), g.qkv_strides_t(), Type::io);
-  int64_t o = g.tensor(kO, g.bhtd(), g.out_strides(), Type::io);
   int64_t d_o = g.tensor(kDO, g.bhtd(), g.out_strides(), Type::io);
-  int64_t stats = g.tensor(kStats, g.rows(), packed(g.rows()), Type::f32);
   int64_t dq = g.tensor(kDQ, g.bhtd(), g.qkv_strides(), Type::io);
   int64_t dk = g.tensor(kDK, g.bhtd(), g.qkv_strides(), Type::io);
   int64_t dv = g.tensor(kDV, g.bhtd(), g.qkv_strides(), Type::io);
-  int64_t scale = g.scalar(kScale, scale_of(L));
-  int64_t neg_inf = g.scalar(kNegInf, std::numeric_limits<float>::lowest());
   int64_t one = g.scalar(kOne, 1.f);
   int64_t softmax_sum = g.tensor(kSoftmaxSum, g.rows(), packed(g.rows()), Type::f32);
   int64_t dq_accum = g.tensor(kDQAccum, g.bhtd(), packed(g.bhtd()), Type::f32);
