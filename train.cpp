@@ -198,6 +198,7 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device 
   StepClock comm(world, slowdown(o, world.size()));
   comm.set_sync_gpu(device.is_cuda());
   cuda::set_allow_tf32(o.tf32);
+  cuda::set_matmul_bf16(o.bf16);
   cuda::set_cudnn_attention(o.attention == "cudnn");
   std::unique_ptr<Contention> contention;
   for (const std::string& spec : o.contend) {
@@ -262,7 +263,7 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device 
   say("flextp: %s, %lld parameters, %lld train / %lld val tokens, batch %lld x %lld, on %s%s\n",
               c.str().c_str(), (long long)[&] { int64_t n = 0; for (auto* p : params) n += numel(logical_shape(*p)); return n; }(),
               (long long)train_tokens.size(), (long long)val_tokens.size(), (long long)o.batch,
-              (long long)o.seq_len, device.str().c_str(), device.is_cuda() && o.tf32 ? " (TF32 matmuls)" : "");
+              (long long)o.seq_len, device.str().c_str(), !device.is_cuda() ? "" : o.bf16 ? " (bf16 matmuls)" : o.tf32 ? " (TF32 matmuls)" : "");
   say("unigram entropy of the training tokens: %.4f nats (a context-free model's loss)\n",
       unigram_entropy(train_tokens));
   if (comm.size() > 1) say("tensor parallel: %d ranks over %s; units per rank: %s\n", comm.size(), comm.backend(),
@@ -405,6 +406,8 @@ int main(int argc, char** argv) {
     // on one GPU, MPI does not.
     FLEXTP_CHECK(o.comm_backend != "nccl" || device.is_cuda(), "--comm-backend nccl needs --device cuda");
     FLEXTP_CHECK(o.attention == "own" || device.is_cuda(), "--attention ", o.attention, " needs --device cuda");
+    FLEXTP_CHECK(!(o.bf16 && o.tf32), "--bf16 and --tf32 exclude each other: pick one matmul precision");
+    FLEXTP_CHECK(!o.bf16 || device.is_cuda(), "--bf16 needs --device cuda");
     bool nccl = o.comm_backend == "nccl" || (o.comm_backend == "auto" && device.is_cuda());
     if (mpi && nccl)
       comm = make_nccl_communicator(device.index);

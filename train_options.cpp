@@ -42,6 +42,9 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--comm-backend", o.comm_backend, "auto (NCCL when --device cuda under mpirun), mpi or nccl")
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
   app.add_flag("--tf32", o.tf32, "GPU: f32 matmuls on TF32 tensor cores (faster, 10-bit mantissa inputs)");
+  app.add_flag("--bf16", o.bf16,
+               "GPU: matmuls on bf16 tensor cores (inputs rounded to bf16, f32 sums; weights, activations and "
+               "AdamW stay f32)");
   app.add_option("--attention", o.attention,
                  "GPU attention: own (f32 kernels) or cudnn (cuDNN's fused flash attention, bf16 inputs)")
       ->check(CLI::IsMember({"own", "cudnn"}));

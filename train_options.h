@@ -21,7 +21,7 @@ struct TrainOptions {
   uint64_t seed = 1337;
   bool eval_only = false;
   std::string device = "cpu";  // cpu, cuda (one GPU per local rank) or cuda:N
-  bool tf32 = false;
+  bool tf32 = false, bf16 = false;
   std::string attention = "own";
   std::string comm_backend = "auto";  // auto: NCCL for GPU ranks under mpirun, MPI otherwise
   std::string tokenizer = "byte", tokenizer_dir, export_hf;

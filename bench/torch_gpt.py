@@ -5,7 +5,8 @@ random tokens. Prints one JSON line: tokens/s (median over the timed steps) and 
 on the CPU, allocated device memory on a GPU).
 
 usage: torch_gpt.py VOCAB T LAYERS HEADS EMBD BATCH THREADS [STEPS WARMUP [DEVICE PRECISION]]
-  DEVICE cpu or cuda; PRECISION fp32 or tf32 (matmuls and convolutions on TF32 tensor cores)
+  DEVICE cpu or cuda; PRECISION fp32, tf32 (matmuls and convolutions on TF32 tensor cores) or bf16
+  (autocast to bf16 around the forward pass; f32 weights and optimizer)
 """
 import json
 import math
@@ -74,10 +75,12 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8)
     idx = torch.randint(0, vocab, (batch, t), device=device)
     tgt = torch.randint(0, vocab, (batch, t), device=device)
+    autocast = torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=precision == "bf16")
     times = []
     for i in range(warmup + steps):
         start = time.perf_counter()
-        loss = model(idx, tgt)
+        with autocast:
+            loss = model(idx, tgt)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

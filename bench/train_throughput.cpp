@@ -6,7 +6,7 @@
 // H200's datasheet peak for the precision used.
 //
 //   bench_train_throughput [--configs tiny,small,...] [--steps 20] [--warmup 3] [--no-torch]
-//   bench_train_throughput --device cuda [--tf32] [--attention cudnn] [--configs gpt2-124m] [--batch 16]
+//   bench_train_throughput --device cuda [--tf32 | --bf16] [--attention cudnn] [--configs gpt2-124m] [--batch 16]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
@@ -39,7 +39,7 @@ const std::vector<BenchConfig> kConfigs = {
     {"gpt2-124m", 50257, 1024, 12, 12, 768, 16}};
 
 // H200 SXM datasheet peaks, dense, TFLOP/s: what MFU is measured against.
-constexpr double kH200Fp32 = 67.0, kH200Tf32 = 494.7;
+constexpr double kH200Fp32 = 67.0, kH200Tf32 = 494.7, kH200Bf16 = 989.4;
 
 // Training FLOPs per token, as llm.c and PaLM count them: 6 per parameter (forward and backward of
 // every weight, the tied LM head included) plus the attention scores, 12 L T C.
@@ -55,12 +55,18 @@ double peak_rss_mb() {
   return 0;
 }
 
+// The H200's dense datasheet peak for the matmul precision.
+double peak_tflops(const std::string& precision) {
+  return precision == "bf16" ? kH200Bf16 : precision == "tf32" ? kH200Tf32 : kH200Fp32;
+}
+
 // Trains one config in this process; prints a JSON line.
-int run_one(const BenchConfig& b, int steps, int warmup, Device device, bool tf32, bool cudnn) {
+int run_one(const BenchConfig& b, int steps, int warmup, Device device, const std::string& precision, bool cudnn) {
   GPTConfig c;
   c.vocab_size = b.vocab, c.n_positions = b.seq, c.n_layer = b.layers, c.n_head = b.heads;
   c.n_embd = b.embd;
-  cuda::set_allow_tf32(tf32);
+  cuda::set_allow_tf32(precision == "tf32");
+  cuda::set_matmul_bf16(precision == "bf16");
   cuda::set_cudnn_attention(cudnn);
   GPT model(c);
   model.to(device);
@@ -88,7 +94,7 @@ int run_one(const BenchConfig& b, int steps, int warmup, Device device, bool tf3
   if (device.is_cuda()) {
     double tflops = tok_s * flops_per_token(b, n_params) / 1e12;
     out["tflops"] = tflops;
-    out["mfu"] = tflops / (tf32 ? kH200Tf32 : kH200Fp32);
+    out["mfu"] = tflops / peak_tflops(precision);
     out["peak_mb"] = allocator_stats(device).peak_in_use / 1048576.0;
     out["attention"] = cuda::attention_path();
   } else {
@@ -129,10 +135,11 @@ int main(int argc, char** argv) {
   std::string configs, one, device_spec = "cpu";
   int steps = 20, warmup = 3;
   int64_t batch = 0;
-  bool no_torch = false, tf32 = false;
+  bool no_torch = false, tf32 = false, bf16 = false;
   std::string attention = "own";
   app.add_option("--device", device_spec, "cpu or cuda[:N]");
   app.add_flag("--tf32", tf32, "GPU: f32 matmuls on TF32 tensor cores");
+  app.add_flag("--bf16", bf16, "GPU: matmuls on bf16 tensor cores (inputs rounded, f32 sums)")->excludes("--tf32");
   app.add_option("--attention", attention, "GPU attention: own (f32 kernels) or cudnn (fused, bf16 inputs)")
       ->check(CLI::IsMember({"own", "cudnn"}));
   app.add_option("--batch", batch, "override the configs' batch size")->check(CLI::PositiveNumber);
@@ -150,6 +157,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool gpu = device.is_cuda();
+  const std::string precision = !gpu ? "fp32" : bf16 ? "bf16" : tf32 ? "tf32" : "fp32";
   if (configs.empty()) configs = gpu ? "gpt2-124m" : "default,tiny,small,medium,gpt2-small";
 
   std::vector<BenchConfig> table = kConfigs;
@@ -163,16 +171,15 @@ int main(int argc, char** argv) {
   if (!one.empty()) {
     const BenchConfig* c = find(one);
     if (!c) return 2;
-    return run_one(*c, steps, warmup, device, tf32, attention == "cudnn");
+    return run_one(*c, steps, warmup, device, precision, attention == "cudnn");
   }
 
   std::string python = no_torch ? "" : torch_python();
   int threads = num_threads();
-  const char* precision = gpu && tf32 ? "tf32" : "fp32";
   if (gpu)
     std::printf("flextp train throughput on %s: %s matmuls, median of %d steps after %d warm-up; MFU "
                 "against the H200's %.1f TFLOP/s (%s, dense)\n",
-                device.str().c_str(), precision, steps, warmup, tf32 ? kH200Tf32 : kH200Fp32, precision);
+                device.str().c_str(), precision.c_str(), steps, warmup, peak_tflops(precision), precision.c_str());
   else
     std::printf("flextp train throughput: float32, %d threads, median of %d steps after %d warm-up\n",
                 threads, steps, warmup);
@@ -190,7 +197,7 @@ int main(int argc, char** argv) {
     std::snprintf(shape, sizeof shape, "(%lld, %lld, %lld, %lld, %lld, %lld)", (long long)c->vocab,
                   (long long)c->seq, (long long)c->layers, (long long)c->heads, (long long)c->embd,
                   (long long)c->batch);
-    std::string flags = " --device " + device_spec + (tf32 ? " --tf32" : "") + " --attention " + attention +
+    std::string flags = " --device " + device_spec + (precision != "fp32" ? " --" + precision : std::string()) + " --attention " + attention +
                         (batch > 0 ? " --batch " + std::to_string(batch) : "");
     nlohmann::json ours = run_json(std::string(argv[0]) + " --one " + name + " --steps " +
                                    std::to_string(steps) + " --warmup " + std::to_string(warmup) + flags);

@@ -6,9 +6,10 @@
 #   2. runs the op, tensor, optimizer, whole-GPT and end-to-end training tests with their GPU
 #      cases on; a GPU case that skips counts as a failure here;
 #   3. trains the default model on the GPU for a few hundred steps (loss, tok/s);
-#   4. benchmarks GPT-2 small (124M parameters, T 1024) training in fp32, TF32, and TF32 with
-#      cuDNN's fused attention: tokens/s and MFU against the H200's peak, beside PyTorch on the
-#      same GPU when python3 has torch.
+#   4. benchmarks GPT-2 small (124M parameters, T 1024) training in fp32, TF32, TF32 with cuDNN's
+#      fused attention, and bf16 matmuls with it: tokens/s and MFU against the H200's peak for
+#      the matmul precision, beside PyTorch on the same GPU (autocast for bf16) when python3 has
+#      torch.
 # Everything is logged under $OUT (default ./gpu-out); summary.txt lists each step's outcome.
 #
 #   scripts/gpu_check.sh [--quick]     --quick: fewer benchmark steps
@@ -103,12 +104,13 @@ step train-cudnn train_cudnn.log "$BUILD/train" --device cuda --attention cudnn 
   --steps 300 --log-every 50 --eval-every 100 --metrics "$OUT/train_cudnn.jsonl"
 grep -h "attention on" "$OUT/train_default.log" "$OUT/train_cudnn.log" | tee -a "$SUMMARY"
 
-# 4. GPT-2 small throughput: fp32, TF32, TF32 with cuDNN's fused attention.
+# 4. GPT-2 small throughput: fp32, TF32, TF32 with cuDNN's fused attention, bf16 matmuls with it.
 python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && export FLEXTP_TORCH_PYTHON=$(command -v python3)
-for precision in fp32 tf32 tf32-cudnn; do
+for precision in fp32 tf32 tf32-cudnn bf16-cudnn; do
   flag=""
   [ "$precision" = tf32 ] && flag="--tf32"
   [ "$precision" = tf32-cudnn ] && flag="--tf32 --attention cudnn"
+  [ "$precision" = bf16-cudnn ] && flag="--bf16 --attention cudnn"
   step "bench-$precision" "bench_$precision.log" "$BUILD/bench_train_throughput" --device cuda $flag \
     --configs gpt2-124m --steps "$STEPS" --warmup 2
   cat "$OUT/bench_$precision.log" | tee -a "$SUMMARY"

@@ -4,6 +4,7 @@
 // ops. These need no GPU; the kernels themselves are checked on one (tests/gradcheck.h).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -164,4 +165,26 @@ TEST_CASE("general broadcasting and its reverse sum, by the CUDA kernels' index 
     }
   }
   CHECK_THROWS_WITH_AS(cuda::make_broadcast({1}, {1}, Shape(9, 1)), doctest::Contains("more than 8 dimensions"), Error);
+}
+
+TEST_CASE("a bf16 copy of a GEMM operand spans every element the GEMM reads") {
+  struct Case {
+    int64_t rows, cols, batch, ld, stride;
+    bool trans;
+  };
+  // Plain and transposed matmul operands, a weight broadcast over the batch (stride 0), and the
+  // attention's k read in place in the packed qkv (3 heads of d 4: stride 12, ld 36).
+  for (Case c : {Case{5, 3, 1, 3, 15, false}, Case{5, 3, 4, 5, 15, true}, Case{2, 7, 3, 7, 0, false},
+                 Case{6, 4, 3, 36, 12, true}, Case{6, 4, 3, 36, 12, false}, Case{0, 4, 3, 4, 0, false}}) {
+    INFO(c.rows, "x", c.cols, " batch ", c.batch, " ld ", c.ld, " stride ", c.stride, " trans ", c.trans);
+    cuda::RowOperand<float> o{nullptr, c.ld, c.stride, c.trans};
+    int64_t last = -1;
+    for (int64_t s = 0; s < c.batch; ++s)
+      for (int64_t r = 0; r < c.rows; ++r)
+        for (int64_t k = 0; k < c.cols; ++k) {  // element (r, k) of op(stored)
+          int64_t at = s * c.stride + (c.trans ? k * c.ld + r : r * c.ld + k);
+          last = std::max(last, at);
+        }
+    CHECK(cuda::operand_span(o, c.rows, c.cols, c.batch) == last + 1);
+  }
 }

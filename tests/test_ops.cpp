@@ -255,6 +255,34 @@ struct CudnnAttentionOn {
 };
 }  // namespace
 
+TEST_CASE("on the GPU, bf16 matmuls follow the f32 ones within bf16 rounding") {
+  if (!test::gpu_present()) return;
+  struct Bf16On {
+    Bf16On() { cuda::set_matmul_bf16(true); }
+    ~Bf16On() { cuda::set_matmul_bf16(false); }
+  } on;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      INFO("trans_a ", ta, " trans_b ", tb);
+      Tensor a = Tensor::randn(ta ? Shape{3, 29, 37} : Shape{3, 37, 29}, 31);
+      Tensor b = Tensor::randn(tb ? Shape{41, 29} : Shape{29, 41}, 32);
+      Tensor a3 = Tensor::randn(Shape{3, 29, 41}, 33);
+      Device gpu = Device::cuda(0);
+      Tensor shared = matmul(a, b, ta, tb), batched = matmul(a, a3, ta, false);
+      CHECK(relative_error(matmul(a.to(gpu), b.to(gpu), ta, tb), shared) < 1e-2);
+      CHECK(relative_error(matmul(a.to(gpu), a3.to(gpu), ta, false), batched) < 1e-2);
+    }
+  // The gradients take the same path.
+  auto f = [](const In& in) { return matmul(in[0], in[1], false, true); };
+  Tensor x = Tensor::randn({8, 16}, 34), w = Tensor::randn({12, 16}, 35);
+  Tensor xg = x.to(Device::cuda(0)), wg = w.to(Device::cuda(0));
+  x.set_requires_grad(true), w.set_requires_grad(true), xg.set_requires_grad(true), wg.set_requires_grad(true);
+  sum(f({x, w})).backward();
+  sum(f({xg, wg})).backward();
+  CHECK(relative_error(xg.grad(), x.grad()) < 1e-2);
+  CHECK(relative_error(wg.grad(), w.grad()) < 1e-2);
+}
+
 TEST_CASE("on the GPU, cuDNN's fused attention follows the CPU attention within bf16 rounding") {
   if (!test::gpu_present()) return;
   CudnnAttentionOn on;

@@ -81,6 +81,8 @@ TEST_CASE("bad flags, files and configurations end with a clear message and stat
   fails_with("--comm-backend nccl --data " + data, "--comm-backend nccl needs --device cuda");
   fails_with("--attention flash", "--attention");
   fails_with("--attention cudnn --data " + data, "--attention cudnn needs --device cuda");
+  fails_with("--bf16 --data " + data, "--bf16 needs --device cuda");
+  fails_with("--bf16 --tf32 --data " + data, "--bf16 and --tf32 exclude each other");
   if (!test::gpu_present()) {  // without a GPU (or CUDA) the flag says why it cannot be honoured
     fails_with("--device cuda --data " + data, "--device cuda: ");
     fails_with("--device cuda:1 --data " + data, "--device cuda:1: ");
@@ -157,7 +159,7 @@ TEST_CASE("on the GPU, training follows the CPU run step by step (skipped withou
     CHECK(c[s]["loss"].get<double>() == doctest::Approx(a[s]["loss"].get<double>()).epsilon(1e-4));
 }
 
-TEST_CASE("on the GPU, --attention cudnn trains like the own kernels, within bf16 rounding") {
+TEST_CASE("on the GPU, --attention cudnn and --bf16 train like f32, within bf16 rounding") {
   if (!test::gpu_present()) return;
   test::TempDir dir("gpu-cudnn");
   std::string data = corpus(dir);
@@ -176,6 +178,15 @@ TEST_CASE("on the GPU, --attention cudnn trains like the own kernels, within bf1
   REQUIRE(b.size() == 12);
   for (size_t s = 0; s < a.size(); ++s)
     CHECK(b[s]["loss"].get<double>() == doctest::Approx(a[s]["loss"].get<double>()).epsilon(2e-2));
+  // bf16 matmuls too: every GEMM's inputs rounded to bf16.
+  Run bf16 = run_train(base + dir.file("bf16.jsonl") + " --attention cudnn --bf16");
+  INFO(bf16.output);
+  REQUIRE(bf16.status == 0);
+  CHECK(bf16.output.find("(bf16 matmuls)") != std::string::npos);
+  std::vector<nlohmann::json> c = read_metrics(dir.file("bf16.jsonl"));
+  REQUIRE(c.size() == 12);
+  for (size_t s = 0; s < a.size(); ++s)
+    CHECK(c[s]["loss"].get<double>() == doctest::Approx(a[s]["loss"].get<double>()).epsilon(3e-2));
 }
 
 TEST_CASE("a straggler with --balance migrate: units move to the fast ranks, losses do not change") {

@@ -3,11 +3,14 @@
 #include <cublas_v2.h>
 
 #include <array>
+#include <type_traits>
 #include <mutex>
 
+#include "core/cuda/bf16.h"
 #include "core/cuda/blas.h"
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/cuda/launch.h"
+#include "core/tensor.h"
 
 namespace flextp::cuda {
 namespace {
@@ -50,6 +53,25 @@ struct Types<double> {
   static cublasComputeType_t compute() { return CUBLAS_COMPUTE_64F; }
 };
 
+// The f32 GEMM on bf16 tensor cores: each operand's span rounded to bf16 in scratch (same ld and
+// stride), products summed in f32 into the f32 C.
+void gemm_bf16(int64_t m, int64_t n, int64_t k, RowOperand<float> a, RowOperand<float> b, float* c, int64_t ldc,
+               int64_t stride_c, int64_t batch, float alpha, float beta) {
+  int device = 0;
+  FLEXTP_CUDA_CHECK(cudaGetDevice(&device));
+  Tensor a16 = Tensor::empty({operand_span(a, m, k, batch)}, DType::BF16, Device::cuda(device));
+  Tensor b16 = Tensor::empty({operand_span(b, k, n, batch)}, DType::BF16, Device::cuda(device));
+  f32_to_bf16(a.ptr, a16.raw(), a16.numel());
+  f32_to_bf16(b.ptr, b16.raw(), b16.numel());
+  ColumnMajorGemm<float> g = as_column_major(m, n, k, a, b, ldc, stride_c);  // g.a reads b, g.b reads a
+  FLEXTP_CUBLAS(cublasGemmStridedBatchedEx(
+      handle(), g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+      as_int(g.m, "m"), as_int(g.n, "n"), as_int(g.k, "k"), &alpha, b16.raw(), CUDA_R_16BF,
+      as_int(g.lda, "lda"), g.stride_a, a16.raw(), CUDA_R_16BF, as_int(g.ldb, "ldb"), g.stride_b, &beta, c,
+      CUDA_R_32F, as_int(g.ldc, "ldc"), g.stride_c, as_int(batch, "batch"), CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT));
+}
+
 }  // namespace
 
 template <typename T>
@@ -62,6 +84,9 @@ void gemm(int64_t m, int64_t n, int64_t k, RowOperand<T> a, RowOperand<T> b, T* 
       for (int64_t s = 0; s < batch; ++s)
         FLEXTP_CUDA_CHECK(cudaMemset2DAsync(c + s * stride_c, ldc * sizeof(T), 0, n * sizeof(T), m, stream()));
     return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (matmul_bf16()) return gemm_bf16(m, n, k, a, b, c, ldc, stride_c, batch, alpha, beta);
   }
   ColumnMajorGemm<T> g = as_column_major(m, n, k, a, b, ldc, stride_c);
   FLEXTP_CUBLAS(cublasGemmStridedBatchedEx(

@@ -49,8 +49,19 @@ MatmulCall<T> matmul_call(const T* a, const T* b, int64_t m, int64_t n, int64_t 
   return {{a, ta ? m : k, m * k, ta}, {b, tb ? k : n, k * n, tb}, n, m * n};
 }
 
+// Elements from an operand's first to its last, over `batch` items: what a copy of the operand
+// in another type must hold for the GEMM to read it with the same ld and stride. op(operand) is
+// rows x cols (the stored matrix is transposed when o.trans).
+template <typename T>
+int64_t operand_span(const RowOperand<T>& o, int64_t rows, int64_t cols, int64_t batch) {
+  if (rows == 0 || cols == 0 || batch == 0) return 0;
+  int64_t stored_rows = o.trans ? cols : rows, stored_cols = o.trans ? rows : cols;
+  return (batch - 1) * o.stride + (stored_rows - 1) * o.ld + stored_cols;
+}
+
 // C[s] = alpha op(A[s]) op(B[s]) + beta C[s] for s < batch; op(A) is m x k, op(B) k x n, C is m x n
-// row-major with leading dimension ldc. f32 uses TF32 tensor cores when allow_tf32() is set.
+// row-major with leading dimension ldc. f32 uses bf16 tensor cores when matmul_bf16() is set (the
+// operands rounded to bf16 first), else TF32 ones when allow_tf32() is.
 template <typename T>
 void gemm(int64_t m, int64_t n, int64_t k, RowOperand<T> a, RowOperand<T> b, T* c, int64_t ldc,
           int64_t stride_c, int64_t batch, T alpha, T beta);

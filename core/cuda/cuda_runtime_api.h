@@ -15,6 +15,10 @@ void use_device(int device);
 // Whether f32 matmuls may use TF32 tensor cores (10-bit mantissa inputs, f32 accumulation).
 void set_allow_tf32(bool allow);
 bool allow_tf32();
+// Whether f32 matmuls round their inputs to bf16 on the fly for bf16 tensor cores (f32 sums, f32
+// results; the weights, activations and optimizer state stay f32). Takes precedence over TF32.
+void set_matmul_bf16(bool on);
+bool matmul_bf16();
 // Whether attention runs on cuDNN's fused flash attention in bf16 (core/cuda/cudnn_attention.h)
 // rather than on the own f32 kernels, and which of the two the last attention call took (with
 // the reason when cuDNN could not take it).

@@ -4,7 +4,6 @@
 // still runs (on its own kernels) where cuDNN is not installed.
 #include "core/cuda/cudnn_attention.h"
 
-#include <cuda_bf16.h>
 #include <dlfcn.h>
 
 #include <atomic>
@@ -18,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/cuda/bf16.h"
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/cuda/launch.h"
 #include "core/cuda/sdpa_graph.h"
@@ -48,34 +48,16 @@ void fall_back(const std::string& why) {
     std::fprintf(stderr, "flextp: attention on own kernels instead of cuDNN: %s\n", why.c_str());
 }
 
-__global__ void to_bf16_kernel(const float* src, __nv_bfloat16* dst, size_t n) {
-  FLEXTP_CUDA_GRID_LOOP(i, n) dst[i] = __float2bfloat16_rn(src[i]);
-}
-
-__global__ void from_bf16_kernel(const __nv_bfloat16* src, float* dst, size_t n) {
-  FLEXTP_CUDA_GRID_LOOP(i, n) dst[i] = __bfloat162float(src[i]);
-}
-
 Tensor to_bf16(const Tensor& t) {
   Tensor b = Tensor::empty(t.shape(), DType::BF16, t.device());
-  size_t n = t.numel();
-  if (n) {
-    to_bf16_kernel<<<grid_for(n), kBlock, 0, stream()>>>(t.data<float>(), static_cast<__nv_bfloat16*>(b.raw()), n);
-    FLEXTP_CUDA_LAUNCHED("cuDNN attention (to bf16)");
-  }
+  f32_to_bf16(t.data<float>(), b.raw(), t.numel());
   return b;
 }
 
-void from_bf16(const Tensor& b, Tensor& t) {
-  size_t n = t.numel();
-  if (!n) return;
-  from_bf16_kernel<<<grid_for(n), kBlock, 0, stream()>>>(static_cast<const __nv_bfloat16*>(b.raw()),
-                                                         t.data<float>(), n);
-  FLEXTP_CUDA_LAUNCHED("cuDNN attention (from bf16)");
-}
+void from_bf16(const Tensor& b, Tensor& t) { bf16_to_f32(b.raw(), t.data<float>(), t.numel()); }
 
 void* offset_bf16(const Tensor& b, int64_t elements) {
-  return static_cast<__nv_bfloat16*>(b.raw()) + elements;
+  return static_cast<char*>(b.raw()) + elements * dtype_size(DType::BF16);
 }
 
 }  // namespace

@@ -15,6 +15,8 @@ int device_count() { return 0; }
 void use_device(int) { no_cuda("selecting a CUDA device"); }
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
+void set_matmul_bf16(bool) {}
+bool matmul_bf16() { return false; }
 void set_cudnn_attention(bool) {}
 bool cudnn_attention() { return false; }
 std::string attention_path() { return "own kernels (no CUDA backend in this build)"; }

@@ -1,0 +1,12 @@
+#pragma once
+// f32 <-> bf16 conversion on the compute stream, for the places that hand bf16 to a library
+// (cuDNN's fused attention, cuBLAS's bf16 GEMMs) while the model itself stays f32. bf16 data is
+// passed as raw device memory of 2-byte elements; rounding is to nearest even.
+#include <cstddef>
+
+namespace flextp::cuda {
+
+void f32_to_bf16(const float* src, void* dst, size_t n);
+void bf16_to_f32(const void* src, float* dst, size_t n);
+
+}  // namespace flextp::cuda
