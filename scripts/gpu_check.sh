@@ -24,14 +24,21 @@ SUMMARY=$OUT/summary.txt
 : >"$SUMMARY"
 failed=0
 say() { echo "[gpu_check $(date +%T)] $*" | tee -a "$SUMMARY"; }
-step() {  # step NAME LOGFILE COMMAND...: runs it, logs it, records pass or fail
-  local name=$1 log=$2
+# Each step is stopped after FLEXTP_STEP_TIMEOUT seconds, so that one hang cannot use up the lent
+# machine's time and the later steps still run.
+STEP_TIMEOUT=${FLEXTP_STEP_TIMEOUT:-240}
+step() {  # step NAME LOGFILE COMMAND...: runs it, logs it, records pass, failure or timeout
+  local name=$1 log=$2 status=0
   shift 2
   say "$name: $*"
-  if "$@" >"$OUT/$log" 2>&1; then
+  timeout -k 10 "$STEP_TIMEOUT" "$@" >"$OUT/$log" 2>&1 || status=$?
+  if [ $status -eq 0 ]; then
     say "$name: passed ($log)"
+  elif [ $status -eq 124 ] || [ $status -eq 137 ]; then
+    say "$name: TIMED OUT after ${STEP_TIMEOUT}s ($log)"
+    failed=1
   else
-    say "$name: FAILED with status $? ($log)"
+    say "$name: FAILED with status $status ($log)"
     failed=1
   fi
 }
@@ -70,9 +77,9 @@ else
     [ -n "$inc" ] && export CPLUS_INCLUDE_PATH=$(dirname "$inc"):${CPLUS_INCLUDE_PATH:-} \
       && export NCCL_HOME=$(dirname "$(dirname "$inc")")
   fi
-  step configure configure.log cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DFLEXTP_CUDA=ON \
+  STEP_TIMEOUT=600 step configure configure.log cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DFLEXTP_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90
-  step build build.log cmake --build "$BUILD" -j "$(nproc)" --target train flextp_tests bench_train_throughput
+  STEP_TIMEOUT=1200 step build build.log cmake --build "$BUILD" -j "$(nproc)" --target train flextp_tests bench_train_throughput
   if [ $failed -ne 0 ]; then
     say "the build failed: see $OUT/configure.log and build.log (without Eigen, OpenMPI, CLI11,"
     say "nlohmann-json and doctest here, run scripts/gpu_bundle.sh where they are and carry $BUILD)"
@@ -84,12 +91,9 @@ fi
 # ones with GPU cases. FLEXTP_TRAIN_BINARY: the build may come from another machine's paths.
 export FLEXTP_TRAIN_BINARY=$PWD/$BUILD/train FLEXTP_SOURCE_DIR=$PWD
 command -v mpirun >/dev/null && export FLEXTP_MPIRUN="mpirun --oversubscribe --allow-run-as-root --bind-to none"
-gpu_tests() {
-  "$BUILD/flextp_tests" "$@" || return $?
-}
-step tests-ops tests_ops.log gpu_tests \
+step tests-ops tests_ops.log "$BUILD/flextp_tests" \
   --source-file='*test_ops.cpp,*test_tensor.cpp,*test_optim.cpp,*test_gpt.cpp,*test_cuda_plans.cpp,*test_sdpa_graph.cpp'
-step tests-train tests_train.log gpu_tests --test-case='on the GPU*'
+step tests-train tests_train.log "$BUILD/flextp_tests" --test-case='on the GPU*'
 if grep -q "CUDA cases of the op tests are skipped\|CUDA copy case is skipped\|cuDNN descriptors not checked" "$OUT"/tests_*.log; then
   say "tests: the GPU cases were SKIPPED (no GPU seen by the tests)"
   failed=1
