@@ -199,7 +199,7 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device 
   comm.set_sync_gpu(device.is_cuda());
   cuda::set_allow_tf32(o.tf32);
   cuda::set_matmul_bf16(o.bf16);
-  cuda::set_cudnn_attention(o.attention == "cudnn");
+  cuda::set_cudnn_attention(o.attention == "cudnn" || (o.attention == "auto" && o.bf16));
   std::unique_ptr<Contention> contention;
   for (const std::string& spec : o.contend) {
     auto [rank, threads] = parse_contend(spec);
@@ -405,7 +405,7 @@ int main(int argc, char** argv) {
     // --comm-backend mpi stages GPU tensors through the host instead: NCCL refuses two ranks
     // on one GPU, MPI does not.
     FLEXTP_CHECK(o.comm_backend != "nccl" || device.is_cuda(), "--comm-backend nccl needs --device cuda");
-    FLEXTP_CHECK(o.attention == "own" || device.is_cuda(), "--attention ", o.attention, " needs --device cuda");
+    FLEXTP_CHECK(o.attention != "cudnn" || device.is_cuda(), "--attention cudnn needs --device cuda");
     FLEXTP_CHECK(!(o.bf16 && o.tf32), "--bf16 and --tf32 exclude each other: pick one matmul precision");
     FLEXTP_CHECK(!o.bf16 || device.is_cuda(), "--bf16 needs --device cuda");
     bool nccl = o.comm_backend == "nccl" || (o.comm_backend == "auto" && device.is_cuda());

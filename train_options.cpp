@@ -46,8 +46,9 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
                "GPU: matmuls on bf16 tensor cores (inputs rounded to bf16, f32 sums; weights, activations and "
                "AdamW stay f32)");
   app.add_option("--attention", o.attention,
-                 "GPU attention: own (f32 kernels) or cudnn (cuDNN's fused flash attention, bf16 inputs)")
-      ->check(CLI::IsMember({"own", "cudnn"}));
+                 "GPU attention: own (f32 kernels), cudnn (cuDNN's fused flash attention, bf16 inputs) or auto "
+                 "(cudnn with --bf16, else own)")
+      ->check(CLI::IsMember({"auto", "own", "cudnn"}));
   app.add_flag("--eval-only", o.eval_only, "print the validation loss of --load on --data and exit");
   app.add_option("--tokenizer", o.tokenizer, "byte (256 ids, no files) or gpt2 (GPT-2's BPE, 50257 ids)")
       ->check(CLI::IsMember({"byte", "gpt2"}));

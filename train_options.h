@@ -22,7 +22,7 @@ struct TrainOptions {
   bool eval_only = false;
   std::string device = "cpu";  // cpu, cuda (one GPU per local rank) or cuda:N
   bool tf32 = false, bf16 = false;
-  std::string attention = "own";
+  std::string attention = "auto";
   std::string comm_backend = "auto";  // auto: NCCL for GPU ranks under mpirun, MPI otherwise
   std::string tokenizer = "byte", tokenizer_dir, export_hf;
   int64_t keep_last = 0, max_bad_steps = 10;

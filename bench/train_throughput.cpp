@@ -136,12 +136,13 @@ int main(int argc, char** argv) {
   int steps = 20, warmup = 3;
   int64_t batch = 0;
   bool no_torch = false, tf32 = false, bf16 = false;
-  std::string attention = "own";
+  std::string attention = "auto";
   app.add_option("--device", device_spec, "cpu or cuda[:N]");
   app.add_flag("--tf32", tf32, "GPU: f32 matmuls on TF32 tensor cores");
   app.add_flag("--bf16", bf16, "GPU: matmuls on bf16 tensor cores (inputs rounded, f32 sums)")->excludes("--tf32");
-  app.add_option("--attention", attention, "GPU attention: own (f32 kernels) or cudnn (fused, bf16 inputs)")
-      ->check(CLI::IsMember({"own", "cudnn"}));
+  app.add_option("--attention", attention,
+                 "GPU attention: own (f32 kernels), cudnn (fused, bf16 inputs) or auto (cudnn with --bf16)")
+      ->check(CLI::IsMember({"auto", "own", "cudnn"}));
   app.add_option("--batch", batch, "override the configs' batch size")->check(CLI::PositiveNumber);
   app.add_option("--configs", configs, "comma-separated config names");
   app.add_option("--steps", steps, "timed steps (median)")->check(CLI::PositiveNumber);
@@ -171,7 +172,7 @@ int main(int argc, char** argv) {
   if (!one.empty()) {
     const BenchConfig* c = find(one);
     if (!c) return 2;
-    return run_one(*c, steps, warmup, device, precision, attention == "cudnn");
+    return run_one(*c, steps, warmup, device, precision, attention == "cudnn" || (attention == "auto" && bf16));
   }
 
   std::string python = no_torch ? "" : torch_python();

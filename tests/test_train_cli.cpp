@@ -178,11 +178,13 @@ TEST_CASE("on the GPU, --attention cudnn and --bf16 train like f32, within bf16 
   REQUIRE(b.size() == 12);
   for (size_t s = 0; s < a.size(); ++s)
     CHECK(b[s]["loss"].get<double>() == doctest::Approx(a[s]["loss"].get<double>()).epsilon(2e-2));
-  // bf16 matmuls too: every GEMM's inputs rounded to bf16.
-  Run bf16 = run_train(base + dir.file("bf16.jsonl") + " --attention cudnn --bf16");
+  // bf16 matmuls too (every GEMM's inputs rounded to bf16), which bring cuDNN's attention along.
+  Run bf16 = run_train(base + dir.file("bf16.jsonl") + " --bf16");
   INFO(bf16.output);
   REQUIRE(bf16.status == 0);
   CHECK(bf16.output.find("(bf16 matmuls)") != std::string::npos);
+  CHECK(bf16.output.find("attention on cuDNN") != std::string::npos);
+  CHECK(own.output.find("attention on own kernels") != std::string::npos);
   std::vector<nlohmann::json> c = read_metrics(dir.file("bf16.jsonl"));
   REQUIRE(c.size() == 12);
   for (size_t s = 0; s < a.size(); ++s)
