@@ -226,6 +226,9 @@ TEST_CASE("cuDNN takes the attention only where its engines have a case for it")
   CHECK_FALSE(supported(cuda::AttentionLayout(2, 128, 1, 3 * 256), 91900, &why));
   CHECK_FALSE(supported(cuda::AttentionLayout(2, 128, 4, 3 * 4 * 64), 8907, &why));
   CHECK(why.find("cuDNN 9") != std::string::npos);
+  CHECK_FALSE(supported(cuda::AttentionLayout(2, 128, 4, 3 * 4 * 64), 91001, &why));
+  CHECK(why.find("9.10.2") != std::string::npos);
+  CHECK(supported(cuda::AttentionLayout(2, 128, 4, 3 * 4 * 64), 91002, &why));
 }
 
 TEST_CASE("cuDNN accepts every tensor and operation of the attention graphs (where libcudnn loads)") {

@@ -219,6 +219,8 @@ bool supported(const AttentionLayout& L, int64_t cudnn_version, std::string* why
     return false;
   };
   if (cudnn_version < 90000) return no("cuDNN 9 or newer is needed, found " + std::to_string(cudnn_version));
+  if (cudnn_version == 91000 || cudnn_version == 91001)
+    return no("cuDNN 9.10.0 and 9.10.1 have known faults in bf16 attention; 9.10.2 or newer is needed");
   if (L.b < 1 || L.h < 1 || L.t < 1) return no("empty attention");
   if (L.d % 8 != 0 || L.d > 128)
     return no("head size " + std::to_string(L.d) + " is not a multiple of 8 up to 128");
