@@ -238,6 +238,9 @@ TEST_CASE("a straggler with --balance resize or hybrid: the slow rank skips unit
     std::vector<nlohmann::json> rows = read_metrics(m);
     REQUIRE(rows.size() == 20);
     auto skipped = [&](int step, int rank) { return rows[step - 1]["ranks"][rank]["units"][3].get<double>(); };
+    std::string plans;  // what each step did, for the message should a check fail
+    for (const auto& row : rows) plans += std::string(row.value("plan", "-")) + " ";
+    INFO("plans by step: ", plans);
     // Step 6 is the first slow one (steps count from 1 in the metrics); step 7 already skips
     // (unless it is a probe step, should the machine's noise have started resizing earlier).
     CHECK((skipped(7, 1) > 0 || rows[6]["plan"] == "probe"));
