@@ -48,18 +48,6 @@ void fall_back(const std::string& why) {
     std::fprintf(stderr, "flextp: attention on own kernels instead of cuDNN: %s\n", why.c_str());
 }
 
-Tensor to_bf16(const Tensor& t) {
-  Tensor b = Tensor::empty(t.shape(), DType::BF16, t.device());
-  f32_to_bf16(t.data<float>(), b.raw(), t.numel());
-  return b;
-}
-
-void from_bf16(const Tensor& b, Tensor& t) { bf16_to_f32(b.raw(), t.data<float>(), t.numel()); }
-
-void* offset_bf16(const Tensor& b, int64_t elements) {
-  return static_cast<char*>(b.raw()) + elements * dtype_size(DType::BF16);
-}
-
 }  // namespace
 
 void set_cudnn_attention(bool on) { g_cudnn_attention = on; }
@@ -90,6 +78,18 @@ bool cudnn_attention_backward(const Tensor&, const Tensor&, const Tensor&, const
 #else
 
 namespace {
+
+Tensor to_bf16(const Tensor& t) {
+  Tensor b = Tensor::empty(t.shape(), DType::BF16, t.device());
+  f32_to_bf16(t.data<float>(), b.raw(), t.numel());
+  return b;
+}
+
+void from_bf16(const Tensor& b, Tensor& t) { bf16_to_f32(b.raw(), t.data<float>(), t.numel()); }
+
+void* offset_bf16(const Tensor& b, int64_t elements) {
+  return static_cast<char*>(b.raw()) + elements * dtype_size(DType::BF16);
+}
 
 // The cuDNN entry points, from libcudnn.so.9 opened at run time.
 struct Api {
