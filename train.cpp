@@ -197,9 +197,8 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device 
   // and emulates a slower rank when asked to.
   StepClock comm(world, slowdown(o, world.size()));
   comm.set_sync_gpu(device.is_cuda());
-  cuda::set_allow_tf32(o.tf32);
-  cuda::set_matmul_bf16(o.bf16);
-  cuda::set_cudnn_attention(o.attention == "cudnn" || (o.attention == "auto" && o.bf16));
+  cuda::set_matmul_precision(cuda::matmul_precision_of(o.tf32, o.bf16));
+  cuda::choose_attention(o.attention);
   std::unique_ptr<Contention> contention;
   for (const std::string& spec : o.contend) {
     auto [rank, threads] = parse_contend(spec);

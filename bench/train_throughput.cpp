@@ -61,13 +61,13 @@ double peak_tflops(const std::string& precision) {
 }
 
 // Trains one config in this process; prints a JSON line.
-int run_one(const BenchConfig& b, int steps, int warmup, Device device, const std::string& precision, bool cudnn) {
+int run_one(const BenchConfig& b, int steps, int warmup, Device device, const std::string& precision,
+            const std::string& attention) {
   GPTConfig c;
   c.vocab_size = b.vocab, c.n_positions = b.seq, c.n_layer = b.layers, c.n_head = b.heads;
   c.n_embd = b.embd;
-  cuda::set_allow_tf32(precision == "tf32");
-  cuda::set_matmul_bf16(precision == "bf16");
-  cuda::set_cudnn_attention(cudnn);
+  cuda::set_matmul_precision(cuda::matmul_precision_of(precision == "tf32", precision == "bf16"));
+  cuda::choose_attention(attention);
   GPT model(c);
   model.to(device);
   AdamW opt({0.9, 0.999, 1e-8, 0.0});
@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
   if (!one.empty()) {
     const BenchConfig* c = find(one);
     if (!c) return 2;
-    return run_one(*c, steps, warmup, device, precision, attention == "cudnn" || (attention == "auto" && bf16));
+    return run_one(*c, steps, warmup, device, precision, attention);
   }
 
   std::string python = no_torch ? "" : torch_python();

@@ -258,8 +258,8 @@ struct CudnnAttentionOn {
 TEST_CASE("on the GPU, bf16 matmuls follow the f32 ones within bf16 rounding") {
   if (!test::gpu_present()) return;
   struct Bf16On {
-    Bf16On() { cuda::set_matmul_bf16(true); }
-    ~Bf16On() { cuda::set_matmul_bf16(false); }
+    Bf16On() { cuda::set_matmul_precision(cuda::MatmulPrecision::bf16); }
+    ~Bf16On() { cuda::set_matmul_precision(cuda::MatmulPrecision::f32); }
   } on;
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {

@@ -44,7 +44,7 @@ template <>
 struct Types<float> {
   static constexpr cudaDataType_t data = CUDA_R_32F;
   static cublasComputeType_t compute() {
-    return allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    return matmul_precision() == MatmulPrecision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   }
 };
 template <>
@@ -86,7 +86,7 @@ void gemm(int64_t m, int64_t n, int64_t k, RowOperand<T> a, RowOperand<T> b, T* 
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (matmul_bf16()) return gemm_bf16(m, n, k, a, b, c, ldc, stride_c, batch, alpha, beta);
+    if (matmul_precision() == MatmulPrecision::bf16) return gemm_bf16(m, n, k, a, b, c, ldc, stride_c, batch, alpha, beta);
   }
   ColumnMajorGemm<T> g = as_column_major(m, n, k, a, b, ldc, stride_c);
   FLEXTP_CUBLAS(cublasGemmStridedBatchedEx(

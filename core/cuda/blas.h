@@ -60,8 +60,8 @@ int64_t operand_span(const RowOperand<T>& o, int64_t rows, int64_t cols, int64_t
 }
 
 // C[s] = alpha op(A[s]) op(B[s]) + beta C[s] for s < batch; op(A) is m x k, op(B) k x n, C is m x n
-// row-major with leading dimension ldc. f32 uses bf16 tensor cores when matmul_bf16() is set (the
-// operands rounded to bf16 first), else TF32 ones when allow_tf32() is.
+// row-major with leading dimension ldc. f32 takes the tensor cores of matmul_precision()
+// (core/cuda/cuda_runtime_api.h); for bf16 the operands are rounded to bf16 first.
 template <typename T>
 void gemm(int64_t m, int64_t n, int64_t k, RowOperand<T> a, RowOperand<T> b, T* c, int64_t ldc,
           int64_t stride_c, int64_t batch, T alpha, T beta);

@@ -36,8 +36,7 @@ __global__ void normal_kernel(float* dst, size_t n, uint64_t seed, uint64_t stre
 }
 
 constexpr int kMaxDevices = 64;
-std::atomic<bool> g_allow_tf32{false};
-std::atomic<bool> g_matmul_bf16{false};
+std::atomic<MatmulPrecision> g_matmul_precision{MatmulPrecision::f32};
 
 }  // namespace
 
@@ -52,10 +51,8 @@ cudaStream_t stream() {
   return streams[device];
 }
 
-void set_allow_tf32(bool allow) { g_allow_tf32 = allow; }
-bool allow_tf32() { return g_allow_tf32; }
-void set_matmul_bf16(bool on) { g_matmul_bf16 = on; }
-bool matmul_bf16() { return g_matmul_bf16; }
+void set_matmul_precision(MatmulPrecision precision) { g_matmul_precision = precision; }
+MatmulPrecision matmul_precision() { return g_matmul_precision; }
 
 void use_device(int device) { FLEXTP_CUDA_CHECK(cudaSetDevice(device)); }
 

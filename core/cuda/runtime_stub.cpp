@@ -13,10 +13,8 @@ namespace {
 
 int device_count() { return 0; }
 void use_device(int) { no_cuda("selecting a CUDA device"); }
-void set_allow_tf32(bool) {}
-bool allow_tf32() { return false; }
-void set_matmul_bf16(bool) {}
-bool matmul_bf16() { return false; }
+void set_matmul_precision(MatmulPrecision) {}
+MatmulPrecision matmul_precision() { return MatmulPrecision::f32; }
 void set_cudnn_attention(bool) {}
 bool cudnn_attention() { return false; }
 std::string attention_path() { return "own kernels (no CUDA backend in this build)"; }
@@ -30,10 +28,6 @@ void fill_normal_f32(float*, size_t, uint64_t, uint64_t, float, float) { no_cuda
 
 std::string cudnn_attention_describe(bool, const AttentionLayout&) {
   return "unavailable: this flextp build has no CUDA backend";
-}
-bool cudnn_attention_forward(const Tensor&, int64_t, Tensor&, Tensor&) { return false; }
-bool cudnn_attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, Tensor&) {
-  return false;
 }
 
 }  // namespace flextp::cuda
