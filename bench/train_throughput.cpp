@@ -56,17 +56,19 @@ double peak_rss_mb() {
 }
 
 // The H200's dense datasheet peak for the matmul precision.
-double peak_tflops(const std::string& precision) {
-  return precision == "bf16" ? kH200Bf16 : precision == "tf32" ? kH200Tf32 : kH200Fp32;
+double peak_tflops(cuda::MatmulPrecision precision) {
+  return precision == cuda::MatmulPrecision::bf16   ? kH200Bf16
+         : precision == cuda::MatmulPrecision::tf32 ? kH200Tf32
+                                                    : kH200Fp32;
 }
 
 // Trains one config in this process; prints a JSON line.
-int run_one(const BenchConfig& b, int steps, int warmup, Device device, const std::string& precision,
+int run_one(const BenchConfig& b, int steps, int warmup, Device device, cuda::MatmulPrecision precision,
             const std::string& attention) {
   GPTConfig c;
   c.vocab_size = b.vocab, c.n_positions = b.seq, c.n_layer = b.layers, c.n_head = b.heads;
   c.n_embd = b.embd;
-  cuda::set_matmul_precision(cuda::matmul_precision_of(precision == "tf32", precision == "bf16"));
+  cuda::set_matmul_precision(precision);
   cuda::choose_attention(attention);
   GPT model(c);
   model.to(device);
@@ -158,7 +160,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool gpu = device.is_cuda();
-  const std::string precision = !gpu ? "fp32" : bf16 ? "bf16" : tf32 ? "tf32" : "fp32";
+  const cuda::MatmulPrecision matmuls = gpu ? cuda::matmul_precision_of(tf32, bf16) : cuda::MatmulPrecision::f32;
+  const std::string precision = cuda::precision_name(matmuls);
   if (configs.empty()) configs = gpu ? "gpt2-124m" : "default,tiny,small,medium,gpt2-small";
 
   std::vector<BenchConfig> table = kConfigs;
@@ -172,7 +175,7 @@ int main(int argc, char** argv) {
   if (!one.empty()) {
     const BenchConfig* c = find(one);
     if (!c) return 2;
-    return run_one(*c, steps, warmup, device, precision, attention);
+    return run_one(*c, steps, warmup, device, matmuls, attention);
   }
 
   std::string python = no_torch ? "" : torch_python();
@@ -180,7 +183,7 @@ int main(int argc, char** argv) {
   if (gpu)
     std::printf("flextp train throughput on %s: %s matmuls, median of %d steps after %d warm-up; MFU "
                 "against the H200's %.1f TFLOP/s (%s, dense)\n",
-                device.str().c_str(), precision.c_str(), steps, warmup, peak_tflops(precision), precision.c_str());
+                device.str().c_str(), precision.c_str(), steps, warmup, peak_tflops(matmuls), precision.c_str());
   else
     std::printf("flextp train throughput: float32, %d threads, median of %d steps after %d warm-up\n",
                 threads, steps, warmup);
@@ -198,7 +201,8 @@ int main(int argc, char** argv) {
     std::snprintf(shape, sizeof shape, "(%lld, %lld, %lld, %lld, %lld, %lld)", (long long)c->vocab,
                   (long long)c->seq, (long long)c->layers, (long long)c->heads, (long long)c->embd,
                   (long long)c->batch);
-    std::string flags = " --device " + device_spec + (precision != "fp32" ? " --" + precision : std::string()) + " --attention " + attention +
+    std::string flags = " --device " + device_spec + " --attention " + attention +
+                        (matmuls != cuda::MatmulPrecision::f32 ? " --" + precision : std::string()) +
                         (batch > 0 ? " --batch " + std::to_string(batch) : "");
     nlohmann::json ours = run_json(std::string(argv[0]) + " --one " + name + " --steps " +
                                    std::to_string(steps) + " --warmup " + std::to_string(warmup) + flags);

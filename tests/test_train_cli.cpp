@@ -126,6 +126,15 @@ TEST_CASE("under mpirun, a bad partition stops every rank with a clear message, 
 
 using test::read_metrics;
 
+namespace {
+// Step by step, the losses of `got` equal those of `want` within a relative epsilon.
+void check_losses_follow(const std::vector<nlohmann::json>& got, const std::vector<nlohmann::json>& want,
+                         double epsilon) {
+  for (size_t s = 0; s < want.size(); ++s)
+    CHECK(got[s]["loss"].get<double>() == doctest::Approx(want[s]["loss"].get<double>()).epsilon(epsilon));
+}
+}  // namespace
+
 TEST_CASE("on the GPU, training follows the CPU run step by step (skipped without a GPU)") {
   if (!test::gpu_present()) return;
   test::TempDir dir("gpu");
@@ -139,8 +148,7 @@ TEST_CASE("on the GPU, training follows the CPU run step by step (skipped withou
   std::vector<nlohmann::json> a = read_metrics(dir.file("cpu.jsonl")), b = read_metrics(dir.file("gpu.jsonl"));
   REQUIRE(a.size() == 8);
   REQUIRE(b.size() == 8);
-  for (size_t s = 0; s < a.size(); ++s)
-    CHECK(b[s]["loss"].get<double>() == doctest::Approx(a[s]["loss"].get<double>()).epsilon(1e-4));
+  check_losses_follow(b, a, 1e-4);
   // A GPU checkpoint resumes on the CPU.
   CHECK(run_train(std::string(kTiny) + " --steps 9 --data " + data + " --load " + dir.file("gpu.st")).status == 0);
   // Two ranks sharing the one GPU, over MPI (NCCL refuses two ranks per GPU): the same losses.
@@ -155,8 +163,7 @@ TEST_CASE("on the GPU, training follows the CPU run step by step (skipped withou
   REQUIRE(tp2.status == 0);
   std::vector<nlohmann::json> c = read_metrics(dir.file("tp2.jsonl"));
   REQUIRE(c.size() == 8);
-  for (size_t s = 0; s < a.size(); ++s)
-    CHECK(c[s]["loss"].get<double>() == doctest::Approx(a[s]["loss"].get<double>()).epsilon(1e-4));
+  check_losses_follow(c, a, 1e-4);
 }
 
 TEST_CASE("on the GPU, --attention cudnn and --bf16 train like f32, within bf16 rounding") {
@@ -176,8 +183,7 @@ TEST_CASE("on the GPU, --attention cudnn and --bf16 train like f32, within bf16 
   std::vector<nlohmann::json> a = read_metrics(dir.file("own.jsonl")), b = read_metrics(dir.file("cudnn.jsonl"));
   REQUIRE(a.size() == 12);
   REQUIRE(b.size() == 12);
-  for (size_t s = 0; s < a.size(); ++s)
-    CHECK(b[s]["loss"].get<double>() == doctest::Approx(a[s]["loss"].get<double>()).epsilon(2e-2));
+  check_losses_follow(b, a, 2e-2);
   // bf16 matmuls too (every GEMM's inputs rounded to bf16), which bring cuDNN's attention along.
   Run bf16 = run_train(base + dir.file("bf16.jsonl") + " --bf16");
   INFO(bf16.output);
@@ -187,8 +193,7 @@ TEST_CASE("on the GPU, --attention cudnn and --bf16 train like f32, within bf16 
   CHECK(own.output.find("attention on own kernels") != std::string::npos);
   std::vector<nlohmann::json> c = read_metrics(dir.file("bf16.jsonl"));
   REQUIRE(c.size() == 12);
-  for (size_t s = 0; s < a.size(); ++s)
-    CHECK(c[s]["loss"].get<double>() == doctest::Approx(a[s]["loss"].get<double>()).epsilon(3e-2));
+  check_losses_follow(c, a, 3e-2);
 }
 
 TEST_CASE("a straggler with --balance migrate: units move to the fast ranks, losses do not change") {

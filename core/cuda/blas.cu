@@ -3,14 +3,13 @@
 #include <cublas_v2.h>
 
 #include <array>
-#include <type_traits>
 #include <mutex>
+#include <type_traits>
 
 #include "core/cuda/bf16.h"
 #include "core/cuda/blas.h"
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/cuda/launch.h"
-#include "core/tensor.h"
 
 namespace flextp::cuda {
 namespace {
@@ -59,10 +58,8 @@ void gemm_bf16(int64_t m, int64_t n, int64_t k, RowOperand<float> a, RowOperand<
                int64_t stride_c, int64_t batch, float alpha, float beta) {
   int device = 0;
   FLEXTP_CUDA_CHECK(cudaGetDevice(&device));
-  Tensor a16 = Tensor::empty({operand_span(a, m, k, batch)}, DType::BF16, Device::cuda(device));
-  Tensor b16 = Tensor::empty({operand_span(b, k, n, batch)}, DType::BF16, Device::cuda(device));
-  f32_to_bf16(a.ptr, a16.raw(), a16.numel());
-  f32_to_bf16(b.ptr, b16.raw(), b16.numel());
+  Tensor a16 = bf16_copy(a.ptr, operand_span(a, m, k, batch), Device::cuda(device));
+  Tensor b16 = bf16_copy(b.ptr, operand_span(b, k, n, batch), Device::cuda(device));
   ColumnMajorGemm<float> g = as_column_major(m, n, k, a, b, ldc, stride_c);  // g.a reads b, g.b reads a
   FLEXTP_CUBLAS(cublasGemmStridedBatchedEx(
       handle(), g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,

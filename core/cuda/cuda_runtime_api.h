@@ -22,6 +22,10 @@ MatmulPrecision matmul_precision();
 inline MatmulPrecision matmul_precision_of(bool tf32, bool bf16) {
   return bf16 ? MatmulPrecision::bf16 : tf32 ? MatmulPrecision::tf32 : MatmulPrecision::f32;
 }
+// "fp32", "tf32" or "bf16": the flag's name, and what bench/torch_gpt.py takes.
+inline const char* precision_name(MatmulPrecision p) {
+  return p == MatmulPrecision::bf16 ? "bf16" : p == MatmulPrecision::tf32 ? "tf32" : "fp32";
+}
 // Whether attention runs on cuDNN's fused flash attention in bf16 (core/cuda/cudnn_attention.h)
 // rather than on the own f32 kernels, and which of the two the last attention call took (with
 // the reason when cuDNN could not take it).

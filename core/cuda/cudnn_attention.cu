@@ -79,11 +79,7 @@ bool cudnn_attention_backward(const Tensor&, const Tensor&, const Tensor&, const
 
 namespace {
 
-Tensor to_bf16(const Tensor& t) {
-  Tensor b = Tensor::empty(t.shape(), DType::BF16, t.device());
-  f32_to_bf16(t.data<float>(), b.raw(), t.numel());
-  return b;
-}
+Tensor to_bf16(const Tensor& t) { return bf16_copy(t.data<float>(), t.numel(), t.device()); }
 
 void from_bf16(const Tensor& b, Tensor& t) { bf16_to_f32(b.raw(), t.data<float>(), t.numel()); }
 
@@ -473,10 +469,14 @@ const Plan* plan_or_fall_back(bool forward, const Tensor& qkv, int64_t n_head, c
   return p;
 }
 
-std::string in_use() {
-  int64_t v = api().version;
-  return "cuDNN " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) +
-         " fused flash attention (bf16)";
+// What attention_path() says after a call cuDNN took (worded once: every layer's call sets it).
+const std::string& in_use() {
+  static const std::string path = [] {
+    int64_t v = api().version;
+    return "cuDNN " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+           std::to_string(v % 100) + " fused flash attention (bf16)";
+  }();
+  return path;
 }
 
 }  // namespace

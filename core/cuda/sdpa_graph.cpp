@@ -126,18 +126,21 @@ const GraphTensor& Graph::tensor(int64_t uid) const {
 }
 
 namespace {
-int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
-int64_t elements(const GraphTensor& t) { return t.dims[0] * t.dims[1] * t.dims[2] * t.dims[3]; }
+bool in_workspace(const GraphTensor& t) { return t.uid == kSoftmaxSum || t.uid == kDQAccum; }
+// The f32 bytes a workspace tensor takes, rounded up so that the next one starts 256-byte aligned.
+int64_t workspace_extent(const GraphTensor& t) {
+  int64_t bytes = t.dims[0] * t.dims[1] * t.dims[2] * t.dims[3] * 4;
+  return (bytes + 255) / 256 * 256;
+}
 }  // namespace
 
+// The workspace tensors lie one after another, in the order the graph declares them.
 int64_t Graph::workspace_offset(int64_t uid) const {
   int64_t offset = 0;
-  for (int64_t w : {int64_t(kSoftmaxSum), int64_t(kDQAccum)}) {
-    bool present = false;
-    for (const GraphTensor& t : tensors) present |= t.uid == w;
-    if (!present) continue;
-    if (w == uid) return offset;
-    offset += round_up(elements(tensor(w)) * 4, 256);
+  for (const GraphTensor& t : tensors) {
+    if (!in_workspace(t)) continue;
+    if (t.uid == uid) return offset;
+    offset += workspace_extent(t);
   }
   throw Error("sdpa graph: tensor " + std::to_string(uid) + " is not in the workspace");
 }
@@ -145,7 +148,7 @@ int64_t Graph::workspace_offset(int64_t uid) const {
 int64_t Graph::workspace_bytes() const {
   int64_t bytes = 0;
   for (const GraphTensor& t : tensors)
-    if (t.uid == kSoftmaxSum || t.uid == kDQAccum) bytes += round_up(elements(t) * 4, 256);
+    if (in_workspace(t)) bytes += workspace_extent(t);
   return bytes;
 }
 
