@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/safetensors.h"
+#include "tests/gpu_skip.h"
 #include "tests/gradcheck.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
@@ -136,7 +137,7 @@ void check_losses_follow(const std::vector<nlohmann::json>& got, const std::vect
 }  // namespace
 
 TEST_CASE("on the GPU, training follows the CPU run step by step (skipped without a GPU)") {
-  if (!test::gpu_present()) return;
+  if (test::skip_without_gpu()) return;
   test::TempDir dir("gpu");
   std::string data = corpus(dir);
   std::string base = std::string(kTiny) + " --steps 8 --data " + data + " --dropout 0.1 --metrics ";
@@ -167,7 +168,7 @@ TEST_CASE("on the GPU, training follows the CPU run step by step (skipped withou
 }
 
 TEST_CASE("on the GPU, --attention cudnn and --bf16 train like f32, within bf16 rounding") {
-  if (!test::gpu_present()) return;
+  if (test::skip_without_gpu()) return;
   test::TempDir dir("gpu-cudnn");
   std::string data = corpus(dir);
   // Head size 64 and 128 positions: a case cuDNN's fused attention has engines for.
