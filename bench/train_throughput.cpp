@@ -12,6 +12,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
+#include <sys/wait.h>
 
 #include "bench/timer.h"
 #include "core/allocator.h"
@@ -106,15 +109,31 @@ int run_one(const BenchConfig& b, int steps, int warmup, Device device, cuda::Ma
   return 0;
 }
 
-// Runs a command and parses the last JSON line it printed; null if it failed.
-nlohmann::json run_json(const std::string& cmd) {
-  FILE* pipe = ::popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (!pipe) return nullptr;
+// A command's last JSON line, or why there is none: its status and the end of what it printed
+// (a failed run must say why, not show as a row of zeros).
+struct Ran {
+  nlohmann::json json;
+  std::string failure;
+};
+
+Ran run_json(const std::string& cmd) {
+  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!pipe) return {nullptr, "could not start: " + cmd};
   char buf[4096];
   std::string last;
-  while (std::fgets(buf, sizeof buf, pipe)) last = buf;
-  if (::pclose(pipe) != 0 || last.empty() || last[0] != '{') return nullptr;
-  return nlohmann::json::parse(last, nullptr, false);
+  std::vector<std::string> lines;
+  while (std::fgets(buf, sizeof buf, pipe)) {
+    lines.push_back(buf);
+    if (buf[0] == '{') last = buf;
+  }
+  int status = ::pclose(pipe);
+  nlohmann::json j = last.empty() ? nlohmann::json() : nlohmann::json::parse(last, nullptr, false);
+  if (status == 0 && j.is_object()) return {j, ""};
+  std::string tail;
+  for (size_t i = lines.size() > 12 ? lines.size() - 12 : 0; i < lines.size(); ++i) tail += "    | " + lines[i];
+  std::string why = status != 0 ? "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1)
+                                : std::string("no JSON result line");
+  return {nullptr, why + " from: " + cmd + "\n" + (tail.empty() ? "    | (no output)\n" : tail)};
 }
 
 // The checkout holding bench/torch_gpt.py: this build's, unless the environment names another
@@ -174,8 +193,16 @@ int main(int argc, char** argv) {
   };
   if (!one.empty()) {
     const BenchConfig* c = find(one);
-    if (!c) return 2;
-    return run_one(*c, steps, warmup, device, matmuls, attention);
+    if (!c) {
+      std::fprintf(stderr, "bench_train_throughput: unknown config '%s'\n", one.c_str());
+      return 2;
+    }
+    try {
+      return run_one(*c, steps, warmup, device, matmuls, attention);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_train_throughput: %s failed: %s\n", one.c_str(), e.what());
+      return 1;
+    }
   }
 
   std::string python = no_torch ? "" : torch_python();
@@ -191,6 +218,7 @@ int main(int argc, char** argv) {
               "peak MiB", "torch tok/s", "peak MiB", "ratio", gpu ? "  TFLOP/s   MFU" : "");
   std::stringstream names(configs);
   std::string name;
+  int failures = 0;
   while (std::getline(names, name, ',')) {
     const BenchConfig* c = find(name);
     if (!c) {
@@ -204,15 +232,17 @@ int main(int argc, char** argv) {
     std::string flags = " --device " + device_spec + " --attention " + attention +
                         (matmuls != cuda::MatmulPrecision::f32 ? " --" + precision : std::string()) +
                         (batch > 0 ? " --batch " + std::to_string(batch) : "");
-    nlohmann::json ours = run_json(std::string(argv[0]) + " --one " + name + " --steps " +
-                                   std::to_string(steps) + " --warmup " + std::to_string(warmup) + flags);
-    nlohmann::json theirs;
+    Ran our_run = run_json(std::string(argv[0]) + " --one " + name + " --steps " + std::to_string(steps) +
+                           " --warmup " + std::to_string(warmup) + flags);
+    nlohmann::json ours = our_run.json, theirs;
+    Ran their_run;
     if (!python.empty()) {
       std::ostringstream cmd;
       cmd << python << " " << source_dir() << "/bench/torch_gpt.py " << c->vocab << " " << c->seq
           << " " << c->layers << " " << c->heads << " " << c->embd << " " << c->batch << " "
           << threads << " " << steps << " " << warmup << " " << (gpu ? "cuda" : "cpu") << " " << precision;
-      theirs = run_json(cmd.str());
+      their_run = run_json(cmd.str());
+      theirs = their_run.json;
     }
     double a = ours.is_object() ? ours["tokens_per_s"].get<double>() : 0;
     double b = theirs.is_object() ? theirs["tokens_per_s"].get<double>() : 0;
@@ -226,13 +256,16 @@ int main(int argc, char** argv) {
       std::printf("  %7.1f %5.1f%%", ours["tflops"].get<double>(), 100 * ours["mfu"].get<double>());
     std::printf("\n");
     if (gpu && ours.is_object()) std::printf("  attention on %s\n", ours["attention"].get<std::string>().c_str());
+    if (!our_run.failure.empty()) std::printf("  flextp FAILED, %s", our_run.failure.c_str());
+    if (!their_run.failure.empty()) std::printf("  PyTorch failed, %s", their_run.failure.c_str());
+    failures += !our_run.failure.empty();
     std::fflush(stdout);
   }
   if (!python.empty()) {
-    nlohmann::json v = run_json(python + " -c 'import torch, json; print(json.dumps({\"v\": torch.__version__}))'");
+    nlohmann::json v = run_json(python + " -c 'import torch, json; print(json.dumps({\"v\": torch.__version__}))'").json;
     std::printf("PyTorch: %s (%s)\n", v.is_object() ? v["v"].get<std::string>().c_str() : "?", python.c_str());
   } else {
     std::printf("PyTorch: %s\n", no_torch ? "skipped (--no-torch)" : "not found: install python3-torch and libopenblas0-openmp for the comparison");
   }
-  return 0;
+  return failures ? 1 : 0;
 }

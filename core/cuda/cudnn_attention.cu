@@ -150,13 +150,18 @@ const Api& api() {
   return a;
 }
 
+// What failed, cuDNN's status and cuDNN's own last message (which says why: a status such as
+// NOT_SUPPORTED alone does not).
+std::string failure(cudnnStatus_t status, const std::string& what) {
+  char message[1024] = "";
+  api().last_error(message, sizeof message);
+  return what + " failed: " + api().error_string(status) + (message[0] ? std::string(" (") + message + ")" : std::string());
+}
+
 // A cuDNN status as an error naming the call, the status and cuDNN's own last message.
 void check(cudnnStatus_t status, const std::string& what) {
   if (status == CUDNN_STATUS_SUCCESS) return;
-  char message[1024] = "";
-  api().last_error(message, sizeof message);
-  throw Error("cuDNN: " + what + " failed: " + api().error_string(status) +
-              (message[0] ? std::string(" (") + message + ")" : std::string()));
+  throw Error("cuDNN: " + failure(status, what));
 }
 
 class Desc {
@@ -343,12 +348,17 @@ void choose_engine(Plan* p, cudnnHandle_t h) {
   DescPtr graph_desc = operation_graph(*p, h);
 
   // The engines cuDNN's heuristics rank for the graph, best first; the first that finalizes wins.
-  std::string rejected;
+  // Every refusal, with cuDNN's reason: the error must say why no engine took the graph.
+  std::vector<std::string> rejected;
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    const std::string heur_name = mode == CUDNN_HEUR_MODE_A ? "heuristics mode A" : "heuristics mode FALLBACK";
     Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "the engine heuristics");
     heur.link(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, *graph_desc);
     heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, mode);
-    if (heur.try_finalize() != CUDNN_STATUS_SUCCESS) continue;
+    if (cudnnStatus_t st = heur.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+      rejected.push_back(failure(st, "finalizing " + heur_name));
+      continue;
+    }
     int64_t count = 0;
     check(api().get_attribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
                               nullptr),
@@ -370,7 +380,7 @@ void choose_engine(Plan* p, cudnnHandle_t h) {
       plan->link(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *configs[i]);
       cudnnStatus_t st = plan->try_finalize();
       if (st != CUDNN_STATUS_SUCCESS) {
-        rejected = api().error_string(st);
+        rejected.push_back(failure(st, "the plan of engine configuration " + std::to_string(i) + " of " + heur_name));
         continue;
       }
       int64_t n = 0;
@@ -383,8 +393,12 @@ void choose_engine(Plan* p, cudnnHandle_t h) {
       return;
     }
   }
+  std::string why;
+  const size_t shown = 4;  // cuDNN may rank dozens of configurations; their reasons repeat
+  for (size_t i = 0; i < rejected.size() && i < shown; ++i) why += "; " + rejected[i];
+  if (rejected.size() > shown) why += "; and " + std::to_string(rejected.size() - shown) + " more refusals";
   throw Error("cuDNN " + std::to_string(api().version) + " has no engine for the attention graph" +
-              (rejected.empty() ? std::string() : " (the last one tried: " + rejected + ")"));
+              (why.empty() ? std::string(": the heuristics offered none") : why));
 }
 
 // Plans by (direction, layout, device); a layout that failed keeps its reason and is not retried.
