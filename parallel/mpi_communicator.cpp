@@ -174,12 +174,6 @@ class MpiCommunicator : public Communicator {
 
 }  // namespace
 
-bool launched_by_mpi() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID"})
-    if (std::getenv(v)) return true;
-  return false;
-}
-
 MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   int initialised = 0;
   MPI_Initialized(&initialised);
