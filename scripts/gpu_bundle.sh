@@ -3,8 +3,10 @@
 # lent H200 machines have CUDA, cuBLAS, NCCL and PyTorch, but no Eigen, OpenMPI or CLI11):
 # builds train, the tests and the throughput benchmark with CUDA here (nvcc, sm_90 + PTX), then
 # puts them in gpu-bundle/ with the shared libraries they need that a CUDA machine may not have
-# (OpenMPI and its helpers, OpenMP's runtime) in gpu-bundle/runtime-libs. Carry gpu-bundle with
-# the repository and run scripts/gpu_check.sh there: it finds the bundle and skips its build.
+# (OpenMPI and its helpers, OpenMP's runtime) in gpu-bundle/runtime-libs, and the headers of the
+# header-only dependencies. Carry gpu-bundle with the repository and run scripts/gpu_check.sh
+# there: it uses the bundle's programs, or builds there from the bundle's headers when they do
+# not start.
 #
 #   scripts/gpu_bundle.sh        (the build is make's ./build, made with CUDA; the device tool
 #                                 carries 64 MiB: the bundle is about 15)
@@ -29,6 +31,14 @@ done | sort -u | while read -r lib; do
     *) cp -L "$lib" "$BUNDLE/runtime-libs/" ;;
   esac
 done
+# The header-only build dependencies, for gpu_check.sh's fall-back build on the GPU machine when
+# the carried programs do not start there (other system libraries): Eigen, CLI11, nlohmann-json
+# and doctest, as include/ in one archive (about 2 MB).
+deps=$(mktemp -d)
+mkdir -p "$deps/include"
+cp -r /usr/include/eigen3/Eigen /usr/include/CLI /usr/include/nlohmann /usr/include/doctest "$deps/include/"
+tar -czf "$BUNDLE/deps-include.tar.gz" -C "$deps" include
+rm -rf "$deps"
 git rev-parse HEAD >"$BUNDLE/commit" 2>/dev/null || true
 du -sh "$BUNDLE"
 echo "gpu_bundle: carry $BUNDLE (device tool: carry [\"$BUNDLE\"]), then run scripts/gpu_check.sh there"

@@ -1,52 +1,88 @@
 #!/usr/bin/env bash
 # The GPU check of the CUDA backend, in one run on a machine with an NVIDIA GPU:
-#   1. builds flextp with CUDA (sm_90 + PTX) in build-gpu, unless gpu-bundle/ holds a CUDA build
-#      (scripts/gpu_bundle.sh makes one on a machine with the build dependencies, to carry to a
-#      GPU machine that lacks them);
+#   1. uses the CUDA build carried in gpu-bundle/ (scripts/gpu_bundle.sh) when its programs start
+#      there; otherwise builds with CUDA in build-gpu, from the machine's own packages or, where
+#      they are missing (the lent H200 machines have CUDA, cuBLAS, cuDNN, NCCL, CMake and ninja
+#      but no Eigen, CLI11, nlohmann-json, doctest or MPI), from the headers the bundle carries,
+#      without MPI (one process: every single-rank GPU case still runs);
 #   2. runs the op, tensor, optimizer, whole-GPT and end-to-end training tests with their GPU
 #      cases on; a GPU case that skips counts as a failure here;
-#   3. trains the default model on the GPU for a few hundred steps (loss, tok/s);
-#   4. benchmarks GPT-2 small (124M parameters, T 1024) training in fp32, TF32, TF32 with cuDNN's
-#      fused attention, and bf16 matmuls with it: tokens/s and MFU against the H200's peak for
-#      the matmul precision, beside PyTorch on the same GPU (autocast for bf16) when python3 has
-#      torch.
-# Everything is logged under $OUT (default ./gpu-out); summary.txt lists each step's outcome.
+#   3. trains the default model on the GPU (loss, tok/s), with each attention in the full mode;
+#   4. benchmarks GPT-2 small (124M parameters, T 1024) training: TF32 and bf16 + cuDNN attention
+#      (--quick), and fp32 and TF32 + cuDNN attention too (full): tokens/s and MFU against the
+#      H200's peak for the matmul precision, beside PyTorch on the same GPU (autocast for bf16).
 #
-#   scripts/gpu_check.sh [--quick]     --quick: fewer benchmark steps
+#   scripts/gpu_check.sh [--quick]     --quick ends within 4 minutes on an H200, the full check
+#                                      within 8 (each step is cut to what is left of that)
+#
+# What it leaves in $OUT (default ./gpu-out) is two files, for a machine that returns only a few:
+# summary.txt (each step's outcome and the benchmark tables) and logs.tar.gz (every log).
+# Without a GPU it stops at once, with status 2 and the reason in summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
 BUILD=${FLEXTP_GPU_BUILD:-build-gpu}
-STEPS=10
-[ "${1:-}" = "--quick" ] && STEPS=4
+BUNDLE=${FLEXTP_GPU_BUNDLE:-gpu-bundle}
+case "$BUNDLE" in /*) ;; *) BUNDLE=$PWD/$BUNDLE ;; esac
+QUICK=0
+case "${1:-}" in
+  --quick) QUICK=1 ;;
+  "") ;;
+  *) echo "gpu_check: unknown argument '$1' (usage: scripts/gpu_check.sh [--quick])" >&2; exit 2 ;;
+esac
+BUDGET=${FLEXTP_GPU_BUDGET:-$([ $QUICK -eq 1 ] && echo 235 || echo 470)}
+START=$(date +%s)
 mkdir -p "$OUT"
+LOGS=$OUT/logs
+rm -rf "$LOGS" "$OUT/logs.tar.gz"
+mkdir -p "$LOGS"
 SUMMARY=$OUT/summary.txt
 : >"$SUMMARY"
 failed=0
 say() { echo "[gpu_check $(date +%T)] $*" | tee -a "$SUMMARY"; }
-# Each step is stopped after FLEXTP_STEP_TIMEOUT seconds, so that one hang cannot use up the lent
-# machine's time and the later steps still run.
+# However the script ends, the logs leave as one archive.
+pack() { tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$LOGS"; }
+trap pack EXIT
+
+# Each step is stopped after FLEXTP_STEP_TIMEOUT seconds or when the check's budget runs out,
+# whichever comes first, so that one hang cannot use up the lent machine's time and a step that
+# does not fit is reported as skipped rather than cut off unseen.
 STEP_TIMEOUT=${FLEXTP_STEP_TIMEOUT:-240}
 step() {  # step NAME LOGFILE COMMAND...: runs it, logs it, records pass, failure or timeout
   local name=$1 log=$2 status=0
   shift 2
-  say "$name: $*"
-  timeout -k 10 "$STEP_TIMEOUT" "$@" >"$OUT/$log" 2>&1 || status=$?
+  local left=$((BUDGET - ($(date +%s) - START)))
+  if [ $left -lt 15 ]; then
+    say "$name: SKIPPED, the ${BUDGET}s budget is spent"
+    failed=1
+    return
+  fi
+  local limit=$((STEP_TIMEOUT < left ? STEP_TIMEOUT : left))
+  say "$name: $* (limit ${limit}s)"
+  timeout -k 10 "$limit" "$@" >"$LOGS/$log" 2>&1 || status=$?
   if [ $status -eq 0 ]; then
     say "$name: passed ($log)"
   elif [ $status -eq 124 ] || [ $status -eq 137 ]; then
-    say "$name: TIMED OUT after ${STEP_TIMEOUT}s ($log)"
+    say "$name: TIMED OUT after ${limit}s ($log)"
     failed=1
   else
     say "$name: FAILED with status $status ($log)"
+    tail -5 "$LOGS/$log" | sed 's/^/    | /' | tee -a "$SUMMARY"
     failed=1
   fi
 }
 
-say "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%F)"
+say "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%F), $([ $QUICK -eq 1 ] && echo quick || echo full) check, budget ${BUDGET}s"
+
+# 0. A GPU, or stop now: everything below needs one.
+if ! nvidia-smi -L >"$LOGS/gpu.txt" 2>&1 || ! grep -q "^GPU " "$LOGS/gpu.txt"; then
+  say "no GPU visible: nvidia-smi -L lists none ($(head -1 "$LOGS/gpu.txt"))."
+  say "the GPU check needs an NVIDIA GPU and its driver; nothing was run"
+  exit 2
+fi
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv \
-  >"$OUT/gpu.txt" 2>&1 || say "nvidia-smi failed"
-cat "$OUT/gpu.txt" | tee -a "$SUMMARY"
+  >>"$LOGS/gpu.txt" 2>&1
+tee -a "$SUMMARY" <"$LOGS/gpu.txt"
 
 # Libraries: NCCL, cuBLAS and cuDNN (opened at run time by --attention cudnn) may live in Python
 # wheels (site-packages/nvidia/*/lib) rather than /usr/local/cuda; those folders are looked at
@@ -63,62 +99,83 @@ for lib in libnccl.so.2 libcublas.so.13 libcudart.so.13 libcudnn.so.9; do
 done
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 
-# 1. Build.
-if [ -x gpu-bundle/train ]; then
-  BUILD=gpu-bundle
-  export LD_LIBRARY_PATH=$PWD/gpu-bundle/runtime-libs:$LD_LIBRARY_PATH
-  say "build: using the carried gpu-bundle (built at commit $(cut -c1-7 gpu-bundle/commit 2>/dev/null))"
-  if [ "$(cat gpu-bundle/commit 2>/dev/null)" != "$(git rev-parse HEAD 2>/dev/null)" ]; then
-    say "warning: gpu-bundle was built at another commit than this tree's; run scripts/gpu_bundle.sh again"
+# 1. The build: the carried bundle when its programs start here, else one made here.
+bundle_runs() {
+  [ -x "$BUNDLE/train" ] || return 1
+  LD_LIBRARY_PATH=$BUNDLE/runtime-libs:$LD_LIBRARY_PATH "$BUNDLE/train" --help >"$LOGS/bundle_start.log" 2>&1
+}
+if bundle_runs; then
+  BUILD=$BUNDLE
+  export LD_LIBRARY_PATH=$BUNDLE/runtime-libs:$LD_LIBRARY_PATH
+  say "build: using the carried $BUNDLE (built at commit $(cut -c1-7 "$BUNDLE/commit" 2>/dev/null))"
+  if [ "$(cat "$BUNDLE/commit" 2>/dev/null)" != "$(git rev-parse HEAD 2>/dev/null)" ]; then
+    say "warning: $BUNDLE was built at another commit than this tree's; run scripts/gpu_bundle.sh again"
   fi
 else
+  [ -x "$BUNDLE/train" ] && say "build: the carried $BUNDLE does not start here ($(tail -1 "$LOGS/bundle_start.log")); building here"
+  cmake_args=(-DCMAKE_BUILD_TYPE=Release -DFLEXTP_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90)
+  command -v ninja >/dev/null && cmake_args+=(-G Ninja)
   if [ ! -e /usr/local/cuda/include/nccl.h ]; then
     inc=$(find /usr /opt -name nccl.h 2>/dev/null | head -1)
     [ -n "$inc" ] && export CPLUS_INCLUDE_PATH=$(dirname "$inc"):${CPLUS_INCLUDE_PATH:-} \
       && export NCCL_HOME=$(dirname "$(dirname "$inc")")
   fi
-  STEP_TIMEOUT=600 step configure configure.log cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DFLEXTP_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90
-  STEP_TIMEOUT=1200 step build build.log cmake --build "$BUILD" -j "$(nproc)" --target train flextp_tests bench_train_throughput
+  if [ ! -d /usr/include/eigen3 ] && [ -e "$BUNDLE/deps-include.tar.gz" ]; then
+    mkdir -p /tmp/flextp-deps && tar -xzf "$BUNDLE/deps-include.tar.gz" -C /tmp/flextp-deps
+    cmake_args+=(-DFLEXTP_DEPS_INCLUDE=/tmp/flextp-deps/include)
+    say "build: Eigen, CLI11, nlohmann-json and doctest from the bundle's headers"
+  fi
+  STEP_TIMEOUT=120 step configure configure.log cmake -S . -B "$BUILD" "${cmake_args[@]}"
+  STEP_TIMEOUT=400 step build build.log cmake --build "$BUILD" -j "$(nproc)" --target train flextp_tests bench_train_throughput
   if [ $failed -ne 0 ]; then
-    say "the build failed: see $OUT/configure.log and build.log (without Eigen, OpenMPI, CLI11,"
-    say "nlohmann-json and doctest here, run scripts/gpu_bundle.sh where they are and carry $BUILD)"
+    say "the build failed: see configure.log and build.log in logs.tar.gz"
     exit 1
   fi
 fi
 
 # 2. Tests with their GPU cases on. The doctest binary holds every test; these filters pick the
 # ones with GPU cases. FLEXTP_TRAIN_BINARY: the build may come from another machine's paths.
-export FLEXTP_TRAIN_BINARY=$PWD/$BUILD/train FLEXTP_SOURCE_DIR=$PWD
+case "$BUILD" in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
+export FLEXTP_TRAIN_BINARY=$BUILD/train FLEXTP_SOURCE_DIR=$PWD
 command -v mpirun >/dev/null && export FLEXTP_MPIRUN="mpirun --oversubscribe --allow-run-as-root --bind-to none"
 step tests-ops tests_ops.log "$BUILD/flextp_tests" \
   --source-file='*test_ops.cpp,*test_tensor.cpp,*test_optim.cpp,*test_gpt.cpp,*test_cuda_plans.cpp,*test_sdpa_graph.cpp'
-step tests-train tests_train.log "$BUILD/flextp_tests" --test-case='on the GPU*'
-if grep -q "CUDA cases of the op tests are skipped\|GPU cases skipped\|cuDNN descriptors not checked" "$OUT"/tests_*.log; then
+step tests-gpu tests_gpu.log "$BUILD/flextp_tests" --test-case='on the GPU*'
+if grep -q "CUDA cases of the op tests are skipped\|GPU cases skipped\|cuDNN descriptors not checked" "$LOGS"/tests_*.log; then
   say "tests: the GPU cases were SKIPPED (no GPU seen by the tests)"
   failed=1
 fi
+grep -h "test cases:" "$LOGS"/tests_*.log | tee -a "$SUMMARY"
 
 # 3. The default model on the GPU (a corpus from the repository's own text: no fortunes there).
-cat README.md core/*.h nn/*.h parallel/*.h >"$OUT/corpus.txt"
-step train-default train_default.log "$BUILD/train" --device cuda --data "$OUT/corpus.txt" --steps 300 \
-  --log-every 50 --eval-every 100 --metrics "$OUT/train_default.jsonl" --sample 200
-# The same with cuDNN's fused attention (the default model: head size 32, 128 positions).
-step train-cudnn train_cudnn.log "$BUILD/train" --device cuda --attention cudnn --data "$OUT/corpus.txt" \
-  --steps 300 --log-every 50 --eval-every 100 --metrics "$OUT/train_cudnn.jsonl"
-grep -h "attention on" "$OUT/train_default.log" "$OUT/train_cudnn.log" | tee -a "$SUMMARY"
+cat README.md core/*.h nn/*.h parallel/*.h >"$LOGS/corpus.txt"
+TRAIN_STEPS=$([ $QUICK -eq 1 ] && echo 100 || echo 300)
+step train-default train_default.log "$BUILD/train" --device cuda --data "$LOGS/corpus.txt" --steps "$TRAIN_STEPS" \
+  --log-every 50 --eval-every 100 --metrics "$LOGS/train_default.jsonl" --sample 200
+if [ $QUICK -eq 0 ]; then  # the same with cuDNN's fused attention (head size 32, 128 positions)
+  step train-cudnn train_cudnn.log "$BUILD/train" --device cuda --attention cudnn --data "$LOGS/corpus.txt" \
+    --steps "$TRAIN_STEPS" --log-every 50 --eval-every 100 --metrics "$LOGS/train_cudnn.jsonl"
+fi
+grep -h "attention on\|tok/s" "$LOGS"/train_*.log 2>/dev/null | tail -4 | tee -a "$SUMMARY"
 
-# 4. GPT-2 small throughput: fp32, TF32, TF32 with cuDNN's fused attention, bf16 matmuls with it.
+# 4. GPT-2 small throughput.
 python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && export FLEXTP_TORCH_PYTHON=$(command -v python3)
-for precision in fp32 tf32 tf32-cudnn bf16-cudnn; do
+if [ $QUICK -eq 1 ]; then
+  precisions="tf32 bf16-cudnn"
+  BENCH_STEPS=4
+else
+  precisions="tf32 bf16-cudnn fp32 tf32-cudnn"  # the goal's figures first: the budget may not hold all
+  BENCH_STEPS=10
+fi
+for precision in $precisions; do
   flag=""
   [ "$precision" = tf32 ] && flag="--tf32"
   [ "$precision" = tf32-cudnn ] && flag="--tf32 --attention cudnn"
   [ "$precision" = bf16-cudnn ] && flag="--bf16"  # cuDNN's attention comes with it (--attention auto)
   step "bench-$precision" "bench_$precision.log" "$BUILD/bench_train_throughput" --device cuda $flag \
-    --configs gpt2-124m --steps "$STEPS" --warmup 2
-  cat "$OUT/bench_$precision.log" | tee -a "$SUMMARY"
+    --configs gpt2-124m --steps "$BENCH_STEPS" --warmup 2
+  tee -a "$SUMMARY" <"$LOGS/bench_$precision.log"
 done
 
-say "done: $([ $failed -eq 0 ] && echo 'every step passed' || echo 'SOME STEPS FAILED')"
+say "done in $(($(date +%s) - START))s: $([ $failed -eq 0 ] && echo 'every step passed' || echo 'SOME STEPS FAILED')"
 exit $failed

@@ -1,0 +1,71 @@
+// scripts/gpu_check.sh, the one run a lent GPU machine gets, checked where there is no GPU: it
+// must stop at once with a clear reason and still return its two files (a lent machine gives
+// back only a few), and a step that does not fit the time budget is reported as skipped.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/run_command.h"
+#include "tests/temp_dir.h"
+
+using namespace flextp;
+
+namespace {
+// The check with an nvidia-smi of our making first on PATH, so that a machine with a real GPU
+// runs this test the same way.
+test::Run gpu_check(const test::TempDir& dir, const std::string& nvidia_smi, const std::string& args,
+                    const std::string& env = "") {
+  std::filesystem::create_directories(dir.path / "bin");
+  std::string smi = dir.write("bin/nvidia-smi", "#!/bin/sh\n" + nvidia_smi + "\n");
+  std::filesystem::permissions(smi, std::filesystem::perms::owner_all);
+  return test::run_command("cd " + dir.path.string() + " && PATH=" + dir.file("bin") + ":$PATH OUT=" +
+                           dir.file("out") + " " + env + " bash " FLEXTP_SOURCE_DIR "/scripts/gpu_check.sh " + args);
+}
+
+std::vector<std::string> files_in(const std::string& folder) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(folder)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+}  // namespace
+
+TEST_CASE("without a GPU, gpu_check.sh --quick stops at once, says why, and returns its two files") {
+  test::TempDir dir("gpu-check");
+  test::Run r = gpu_check(dir, "echo 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.'; exit 9",
+                          "--quick");
+  INFO(r.output);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("no GPU visible") != std::string::npos);
+  CHECK(r.output.find("could not communicate with the NVIDIA driver") != std::string::npos);
+  CHECK(r.output.find("nothing was run") != std::string::npos);
+  REQUIRE(files_in(dir.file("out")) == std::vector<std::string>{"logs.tar.gz", "summary.txt"});
+  CHECK(test::read_bytes(dir.file("out/summary.txt")).find("no GPU visible") != std::string::npos);
+  test::Run listing = test::run_command("tar -tzf " + dir.file("out/logs.tar.gz"));
+  CHECK(listing.status == 0);
+  CHECK(listing.output.find("logs/gpu.txt") != std::string::npos);
+}
+
+TEST_CASE("gpu_check.sh reports a step that its time budget cannot hold as skipped, and packs its logs") {
+  test::TempDir dir("gpu-check-budget");
+  // A GPU as nvidia-smi reports one, and no time left: no build is carried here, so the first
+  // step is the configure step, which must be skipped, not started.
+  test::Run r = gpu_check(dir, "echo 'GPU 0: NVIDIA H200 (UUID: GPU-0)'", "--quick",
+                          "FLEXTP_GPU_BUILD=" + dir.file("build") + " FLEXTP_GPU_BUNDLE=" + dir.file("no-bundle") + " FLEXTP_GPU_BUDGET=0");
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("configure: SKIPPED, the 0s budget is spent") != std::string::npos);
+  CHECK(r.output.find("the build failed") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.file("build")));
+  CHECK(files_in(dir.file("out")) == std::vector<std::string>{"logs.tar.gz", "summary.txt"});
+}
+
+TEST_CASE("gpu_check.sh refuses an argument it does not know") {
+  test::TempDir dir("gpu-check-args");
+  test::Run r = gpu_check(dir, "exit 9", "--quik");
+  CHECK(r.status == 2);
+  CHECK(r.output.find("unknown argument '--quik'") != std::string::npos);
+}
