@@ -1,14 +1,18 @@
 #pragma once
 // The gradient harness every op test uses: runs the op in double precision, backpropagates a
-// random projection of its output, and compares every input gradient with central finite
-// differences of the same projection. Double precision lets the tolerance be tight (1e-6).
+// random projection of its output, and compares each input's gradient, at entries chosen at
+// random, with central finite differences of the same projection. Double precision lets the
+// tolerance be tight (GradCheck).
 // One test source, two devices: every check runs on the CPU and again on the GPU when this build
 // has CUDA and a GPU is visible (the CUDA kernels are templates over f32 and f64 too); without
 // one the GPU pass is skipped with a message.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -72,10 +76,43 @@ inline double projected(const Tensor& out, const Tensor& weights) {
   return s;
 }
 
-// Checks the gradient of every f64 input that requires grad, at up to max_entries entries each,
-// on the inputs' device.
-inline void check_gradients_here(const Fn& f, std::vector<Tensor> inputs, double tol, double eps,
-                                 int64_t max_entries) {
+// How a gradient check compares and what it samples. An entry passes when
+// |analytic - numeric| <= atol + rtol |numeric|: relative for gradients of ordinary size, with an
+// absolute floor far below any gradient a test means to check (q/k gradients of a model at
+// initialisation are ~1e-5, so a 1% error there is ~1e-7, a hundred times atol).
+struct GradCheck {
+  double atol = 1e-9;
+  double rtol = 1e-6;
+  // The step of the central differences. Their error is about eps^2 |f'''| / 6 (truncation) plus
+  // about 1e-16 |f| / eps (rounding): at 1e-5 the op tests' largest error is a fiftieth of what
+  // they allow. A function that bends on a smaller scale s wants a smaller eps (the truncation
+  // grows as (eps / s)^2; the whole GPT's check says why it takes 3e-6).
+  double eps = 1e-5;
+  int64_t max_entries = 200;  // per input, chosen at random; every entry of a smaller input
+  uint64_t seed = 1;          // which entries
+  // The largest |numeric| checked per input must exceed this, so that a check cannot pass by
+  // comparing zeros with zeros...
+  double tiny = 1e-7;
+  // ...except for these inputs (indices), whose gradient must be zero (below `tiny` everywhere).
+  std::vector<size_t> zero_inputs;
+};
+
+// Up to max_entries distinct entries of n, at random (seeded), in increasing order; all of them
+// when n is not larger. A fixed stride would line up with row widths and check one column only.
+inline std::vector<int64_t> entries_to_check(int64_t n, int64_t max_entries, uint64_t seed) {
+  std::vector<int64_t> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  if (n <= max_entries) return all;
+  std::mt19937_64 rng(seed);
+  for (int64_t j = 0; j < max_entries; ++j) std::swap(all[j], all[j + static_cast<int64_t>(rng() % (n - j))]);
+  all.resize(max_entries);
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+// Checks the gradient of every f64 input that requires grad, at up to opts.max_entries entries
+// each (each input its own random entries), on the inputs' device.
+inline void check_gradients_here(const Fn& f, std::vector<Tensor> inputs, const GradCheck& opts = {}) {
   for (Tensor& t : inputs) t.zero_grad();
   Tensor out = f(inputs);
   REQUIRE(out.dtype() == DType::F64);
@@ -84,32 +121,40 @@ inline void check_gradients_here(const Fn& f, std::vector<Tensor> inputs, double
   for (size_t k = 0; k < inputs.size(); ++k) {
     Tensor x = inputs[k];
     if (!x.requires_grad()) continue;
+    bool zero_expected = std::find(opts.zero_inputs.begin(), opts.zero_inputs.end(), k) != opts.zero_inputs.end();
     Tensor g = x.grad();
-    REQUIRE_MESSAGE(g.defined(), "input ", k, " got no gradient");
-    std::vector<double> analytic = g.to_vector<double>(), values = x.to_vector<double>();
-    int64_t n = x.numel(), step = std::max<int64_t>(1, n / max_entries);
-    for (int64_t i = 0; i < n; i += step) {
+    REQUIRE_MESSAGE((g.defined() || zero_expected), "input ", k, " got no gradient");
+    std::vector<double> values = x.to_vector<double>();
+    std::vector<double> analytic = g.defined() ? g.to_vector<double>() : std::vector<double>(values.size(), 0.0);
+    double largest = 0;
+    for (int64_t i : entries_to_check(x.numel(), opts.max_entries, opts.seed * 1000003 + k)) {
       double saved = values[i];
       double up, down;
       {
         NoGradGuard ng;
-        set_entry(x, i, saved + eps);
+        set_entry(x, i, saved + opts.eps);
         up = projected(f(inputs), weights);
-        set_entry(x, i, saved - eps);
+        set_entry(x, i, saved - opts.eps);
         down = projected(f(inputs), weights);
       }
       set_entry(x, i, saved);
-      double numeric = (up - down) / (2 * eps);
+      double numeric = (up - down) / (2 * opts.eps);
+      largest = std::max(largest, std::abs(numeric));
       INFO("on ", x.device().str(), ", input ", k, " entry ", i, ": analytic ", analytic[i], " numeric ", numeric);
-      CHECK(std::abs(analytic[i] - numeric) <= tol * (1 + std::abs(numeric)));
+      double err = std::abs(analytic[i] - numeric), allowed = opts.atol + opts.rtol * std::abs(numeric);
+      CHECK(err <= allowed);
     }
+    INFO("on ", x.device().str(), ", input ", k, ": the largest |gradient| checked is ", largest);
+    if (zero_expected)
+      CHECK(largest <= opts.tiny);
+    else
+      CHECK_MESSAGE(largest > opts.tiny, "the checked gradients are all tiny: the check compared (near) zeros");
   }
 }
 
-inline void check_gradients(const Fn& f, const std::vector<Tensor>& inputs, double tol = 1e-6,
-                            double eps = 1e-6, int64_t max_entries = 200) {
-  check_gradients_here(f, inputs, tol, eps, max_entries);
-  if (gpu_present()) check_gradients_here(f, on_device(inputs, Device::cuda(0)), tol, eps, max_entries);
+inline void check_gradients(const Fn& f, const std::vector<Tensor>& inputs, const GradCheck& opts = {}) {
+  check_gradients_here(f, inputs, opts);
+  if (gpu_present()) check_gradients_here(f, on_device(inputs, Device::cuda(0)), opts);
 }
 
 inline Tensor leaf(const Shape& shape, uint64_t seed, double std = 1.0) {

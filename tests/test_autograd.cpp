@@ -67,10 +67,13 @@ TEST_CASE("deep graphs neither overflow the stack in backward nor when dropped")
   for (int i = 0; i < depth; ++i) y = scale(y, 1.0);
   y.backward();
   test::check_values(x.grad(), {1});
-  Tensor z = x;
-  for (int i = 0; i < depth; ++i) z = scale(z, 1.0);
-  z = Tensor();  // drop a whole unused graph
-  CHECK(x.grad().defined());
+  Tensor z = scale(x, 1.0);
+  std::weak_ptr<Node> deepest = z.grad_fn();
+  for (int i = 1; i < depth; ++i) z = scale(z, 1.0);
+  CHECK_FALSE(deepest.expired());  // the chain holds it
+  z = Tensor();                    // drop a whole unused graph
+  CHECK(deepest.expired());        // every node of it is freed, down to the deepest
+  test::check_values(x.grad(), {1});  // and dropping it ran nothing into the leaf
 }
 
 TEST_CASE("intermediate activations are freed once backward has run") {

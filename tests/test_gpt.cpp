@@ -43,8 +43,12 @@ TEST_CASE("the whole GPT's gradient equals finite differences (f64, every parame
     for (Parameter* p : model.parameters()) values.push_back(p->value);
     CHECK(values.size() == 2 + 2 * 12 + 2);
     // The inputs are the parameters themselves: the harness perturbs them in place.
-    test::check_gradients_here([&](const std::vector<Tensor>&) { return model.loss(ids, targets); }, values,
-                               1e-6, 1e-6, 12);
+    // At initialisation the embeddings are ~0.02, so the first LayerNorm bends the loss on that
+    // scale: the truncation error of the differences (~(eps / 0.02)^2) wants eps below the default.
+    test::GradCheck opts;
+    opts.eps = 3e-6;
+    opts.max_entries = 24;
+    test::check_gradients_here([&](const std::vector<Tensor>&) { return model.loss(ids, targets); }, values, opts);
   }
 }
 

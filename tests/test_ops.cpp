@@ -226,7 +226,7 @@ TEST_CASE("attention: causal values against a direct computation") {
 
 TEST_CASE("attention: gradient, f32, zero heads, bad shapes") {
   auto f = [](const In& in) { return attention(in[0], 3); };
-  check_gradients(f, {leaf({2, 4, 3 * 3 * 2}, 1)}, 1e-6, 1e-6, 400);
+  check_gradients(f, {leaf({2, 4, 3 * 3 * 2}, 1)});
   check_f32_matches_f64(f, {leaf({2, 7, 3 * 3 * 4}, 2)});
   test::check_on_gpu(f, to_f32({leaf({2, 37, 3 * 3 * 16}, 3)}), 1e-4);
   CHECK(attention(Tensor::zeros({2, 3, 0}), 0).shape() == Shape{2, 3, 0});
