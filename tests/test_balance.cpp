@@ -145,7 +145,7 @@ TEST_CASE("straggler specs and traces") {
   CHECK_THROWS_WITH_AS(parse_contend("1"), doctest::Contains("RANK:THREADS"), Error);
 }
 
-TEST_CASE("the step clock stretches compute by the factor and counts it as compute") {
+TEST_CASE("the step clock stretches compute by the factor and counts it as compute" * doctest::test_suite("timing")) {
   auto single = make_single_process_communicator();
   StepClock clock(*single, SlowdownSchedule({parse_straggler("0:3:1")}, 1));
   clock.begin_step(0);
