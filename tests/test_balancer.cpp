@@ -215,6 +215,7 @@ TEST_CASE("hybrid: lambda chooses between skipping work and moving weights") {
     DrivenBalancer d("hybrid", std::numeric_limits<double>::infinity());
     d.steps_at(4, 1);
     std::string choices = d.steps_at(40, 0.5);
+    INFO("choices: ", choices);
     CHECK(choices.find("resize") == std::string::npos);
     CHECK(choices.find("probe") == std::string::npos);
     CHECK(choices.rfind("keep keep", 0) == 0);  // a fresh slowdown may end soon: not yet
@@ -233,6 +234,7 @@ TEST_CASE("hybrid: lambda chooses between skipping work and moving weights") {
       if (choice == "migrate") CHECK(d.skipped() == 0);  // units travel whole and all run again
       append(choices, choice);
     }
+    INFO("choices: ", choices);
     CHECK(choices.rfind("resize resize probe", 0) == 0);
     CHECK(migrates_once_then_keeps(choices));
     CHECK(d.moved());
