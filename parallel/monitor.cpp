@@ -10,12 +10,17 @@ Monitor::Monitor(int ranks, int window, double jump) : rows_(ranks), alpha_(2.0 
   FLEXTP_CHECK(window >= 1, "the monitor window must be at least 1 step, got ", window);
 }
 
+std::vector<double> Monitor::row(double compute_ms, double wait_ms, double work, const std::vector<double>& units) {
+  std::vector<double> row{compute_ms, wait_ms, work};
+  row.insert(row.end(), units.begin(), units.end());
+  return row;
+}
+
 void Monitor::record(Communicator& comm, double compute_ms, double wait_ms, double work,
                      const std::vector<double>& units) {
   const int n = static_cast<int>(rows_.size()), k = static_cast<int>(units.size());
   const int width = 3 + k;
-  std::vector<double> mine{compute_ms, wait_ms, work};
-  mine.insert(mine.end(), units.begin(), units.end());
+  std::vector<double> mine = row(compute_ms, wait_ms, work, units);
   Tensor in = Tensor::from_vector(mine, {1, width}), all = Tensor::empty({n, width}, DType::F64);
   comm.all_gather(in, all);
   std::vector<double> t = all.to_vector<double>();

@@ -27,6 +27,9 @@ class Monitor {
   Monitor(int ranks, int window, double jump = 0.25);
   void record(Communicator& comm, double compute_ms, double wait_ms, double work,
               const std::vector<double>& units_per_kind);
+  // One rank's row of the all-gathered table (what a test plays for the other ranks).
+  static std::vector<double> row(double compute_ms, double wait_ms, double work,
+                                 const std::vector<double>& units_per_kind);
   const std::vector<RankRow>& table() const { return rows_; }
   std::vector<double> speeds() const;
   // For decisions that are cheap to undo (resizing): the last sample where it is off the

@@ -49,7 +49,10 @@ TEST_CASE("backward errors: freed graph, non-scalar root, nothing to differentia
 
   Tensor y = scale(x, 2);
   CHECK_THROWS_WITH_AS(y.backward(), doctest::Contains("non-scalar tensor f32[3]"), Error);
-  y.backward(Tensor::ones({3}));  // an explicit gradient is fine
+  // An explicit gradient is fine, and it is the one propagated (not ones in its place).
+  x.zero_grad();
+  y.backward(Tensor::from_vector<float>({1, 2, 3}, {3}));
+  test::check_values(x.grad(), {2, 4, 6});
   CHECK_THROWS_WITH_AS(scale(x, 2).backward(Tensor::ones({2})), doctest::Contains("does not match"),
                        Error);
   CHECK_THROWS_WITH_AS(sum(Tensor::ones({3})).backward(),

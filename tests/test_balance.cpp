@@ -86,12 +86,19 @@ TEST_CASE("hysteresis: no move for a small gain or one that does not pay back ov
   CHECK(long_horizon.migrate);
 }
 
-TEST_CASE("ties are broken the same way whatever the order of evaluation") {
+TEST_CASE("ties go to the lower rank, so every rank computes the same target whatever it held") {
   Partition even = Partition::even(groups(), 4);
-  Partition a = balanced_partition(even, {1, 1, 1, 1}, costs());
-  Partition b = balanced_partition(even, {1, 1, 1, 1}, costs());
-  CHECK(a == b);
-  CHECK(a == even);  // balanced already: nothing moves
+  CHECK(balanced_partition(even, {1, 1, 1, 1}, costs()) == even);  // balanced already: nothing moves
+  // 8 units over 3 equal ranks: 3, 3, 2, whichever ranks held the extra units before.
+  for (const std::vector<double>& weights : {std::vector<double>{1, 1, 1}, {1, 3, 3}, {3, 1, 3}, {1, 1, 6}}) {
+    INFO("held in proportion ", weights[0], ":", weights[1], ":", weights[2]);
+    Partition t = balanced_partition(Partition::proportional(groups(), weights), {1, 1, 1}, costs());
+    for (const char* g : {"h.0.head", "h.0.mlp"}) {
+      CHECK(count(t, g, 0) == 3);
+      CHECK(count(t, g, 1) == 3);
+      CHECK(count(t, g, 2) == 2);
+    }
+  }
 }
 
 TEST_CASE("the model's unit costs follow its shapes") {
@@ -145,7 +152,7 @@ TEST_CASE("straggler specs and traces") {
   CHECK_THROWS_WITH_AS(parse_contend("1"), doctest::Contains("RANK:THREADS"), Error);
 }
 
-TEST_CASE("the step clock stretches compute by the factor and counts it as compute") {
+TEST_CASE("the step clock stretches compute by the factor and counts it as compute" * doctest::test_suite("timing")) {
   auto single = make_single_process_communicator();
   StepClock clock(*single, SlowdownSchedule({parse_straggler("0:3:1")}, 1));
   clock.begin_step(0);

@@ -102,7 +102,7 @@ TEST_CASE("--keep-last keeps the newest periodic checkpoints") {
                                           "k-step000006.st.state", "k.st", "k.st.state"});
 }
 
-TEST_CASE("a rank killed or silenced mid-step ends the job with a clear message, not a hang") {
+TEST_CASE("a rank killed or silenced mid-step ends the job with a clear message, not a hang" * doctest::test_suite("timing")) {
   test::TempDir dir("rankdeath");
   std::string args = std::string(kTiny) + " --data " + test::corpus(dir) + " --steps 200";
   Run killed = run_command(mpirun(2) + args + " --fault-kill 1:3");

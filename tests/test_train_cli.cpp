@@ -197,7 +197,7 @@ TEST_CASE("on the GPU, --attention cudnn and --bf16 train like f32, within bf16 
   check_losses_follow(c, a, 3e-2);
 }
 
-TEST_CASE("a straggler with --balance migrate: units move to the fast ranks, losses do not change") {
+TEST_CASE("a straggler with --balance migrate: units move to the fast ranks, losses do not change" * doctest::test_suite("timing")) {
   test::TempDir dir("hetero");
   std::string data = corpus(dir);
   for (int ranks : {2, 4}) {
@@ -229,7 +229,7 @@ TEST_CASE("a straggler with --balance migrate: units move to the fast ranks, los
   }
 }
 
-TEST_CASE("a straggler with --balance resize or hybrid: the slow rank skips units from the next step on") {
+TEST_CASE("a straggler with --balance resize or hybrid: the slow rank skips units from the next step on" * doctest::test_suite("timing")) {
   test::TempDir dir("resize");
   std::string data = corpus(dir);
   for (const std::string policy : {"resize", "hybrid --lambda 0"}) {

@@ -1,0 +1,255 @@
+// The balancer's decisions, driven by injected speeds instead of clocks. This process is rank 0
+// of two, the straggler when there is one; the communicator plays rank 1 at full speed: it
+// reports the work the balancer's partition gives it and skips nothing, as a fast rank would (so
+// rank 1 is never the slow one here). Every policy: equal speeds keep the partition; none only
+// measures; migrate moves units off a lasting straggler and absorbs a blip; resize skips units
+// and probes on schedule; hybrid picks between them by lambda.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+
+#include "nn/gpt.h"
+#include "nn/unit_costs.h"
+#include "nn/units.h"
+#include "parallel/balancer.h"
+#include "parallel/resize.h"
+
+using namespace flextp;
+
+namespace {
+
+// Rank 0 of speed.size() ranks; the others are played from the balancer's partition.
+class PlayedRanks : public Communicator {
+ public:
+  std::vector<double> speed;  // work per ms of every rank in the step being recorded
+  const Balancer* balancer = nullptr;
+
+  int rank() const override { return 0; }
+  int size() const override { return static_cast<int>(speed.size()); }
+  const char* backend() const override { return "played"; }
+  void all_reduce(Tensor&, ReduceOp) override {}  // totals of this rank alone
+  void broadcast(Tensor&, int) override {}
+  void all_gather(const Tensor& in, Tensor& out) override {
+    std::vector<double> all = in.to_vector<double>();
+    // The monitor's row, or the hybrid's one number: the share of importance a rank skips.
+    const bool monitor_row = all.size() > 1;
+    for (int r = 1; r < size(); ++r) {
+      double work = balancer->work_of(r);
+      std::vector<double> theirs = monitor_row ? Monitor::row(work / speed[r], 0.0, work, balancer->units_per_kind(r))
+                                               : std::vector<double>{0.0};
+      all.insert(all.end(), theirs.begin(), theirs.end());
+    }
+    out.copy_from(Tensor::from_vector(all, out.shape()));
+  }
+  void all_gather_v(const Tensor&, Tensor&, const std::vector<int64_t>&) override { FAIL("not played"); }
+  void reduce_scatter(const Tensor&, Tensor&) override { FAIL("not played"); }
+  // The test reads decisions, not weights: units arrive as ones.
+  void send_recv(const std::vector<Transfer>&, const std::vector<Transfer>& recvs) override {
+    for (Transfer r : recvs) r.buffer.fill_(1.0);
+  }
+  void all_to_all_v(const Tensor&, const std::vector<int64_t>&, Tensor& recv, const std::vector<int64_t>&) override {
+    recv.fill_(1.0);
+  }
+  void barrier() override {}
+};
+
+GPTConfig tiny() {
+  GPTConfig c;
+  c.vocab_size = 16;
+  c.vocab_unit = 8;
+  c.n_positions = 8;
+  c.n_layer = 1;
+  c.n_head = 8;
+  c.n_embd = 16;
+  c.mlp_unit = 8;
+  return c;
+}
+
+void append(std::string& choices, const std::string& choice) { choices += (choices.empty() ? "" : " ") + choice; }
+
+// A balancer on rank 0 of an even split of a tiny GPT's units.
+struct DrivenBalancer {
+  PlayedRanks comm;
+  Partition initial;
+  std::unique_ptr<GPT> model;
+  std::vector<Parameter*> params;
+  std::unique_ptr<Balancer> balancer;
+  double base = 0;  // work per ms that makes rank 0's even share take 10 ms
+  int64_t steps = 0;
+
+  DrivenBalancer(const std::string& policy, double lambda = 100) : initial(Partition::even(unit_groups(tiny()), 2)) {
+    comm.speed = {1, 1};
+    model = std::make_unique<GPT>(tiny(), LocalUnits::of_rank(tiny(), initial, 0), &comm);
+    params = model->parameters();
+    BalanceOptions o;
+    o.policy = policy;
+    o.lambda = lambda;
+    o.resize.priority = "norm";  // importance from the weights alone: no gradients needed
+    CommCostModel free;
+    free.fits["p2p"] = {0.0, 0.0};
+    balancer = std::make_unique<Balancer>(comm, initial, gpt_unit_costs(tiny(), 2, 8, 2), free, o);
+    comm.balancer = balancer.get();
+    base = balancer->work_of(0) / 10.0;
+  }
+  // One step with rank 0 at this speed (1: rank 1's, its even share in 10 ms); what was chosen.
+  BalanceStep step(double speed0) {
+    comm.speed = {speed0 * base, base};
+    balancer->observe_gradients(params, steps++);
+    return balancer->after_step(balancer->work_of(0) / comm.speed[0], 0.0, params, {"m", "v"});
+  }
+  // The choices of n steps at this speed, space-separated.
+  std::string steps_at(int n, double speed0) {
+    std::string out;
+    for (int i = 0; i < n; ++i) append(out, step(speed0).choice);
+    return out;
+  }
+  // Units of rank 0 that do not run now, read from its parameters.
+  int64_t skipped() const {
+    int64_t n = 0;
+    for (const auto& [group, owners] : balancer->partition().groups()) {
+      std::vector<Parameter*> ps = group_parameters(params, group);
+      if (!ps.empty()) n += static_cast<int64_t>(ps.front()->units.size()) - active_units(ps);
+    }
+    return n;
+  }
+  bool moved() const { return !(balancer->partition() == initial); }
+};
+
+// `choice` n times, space-separated.
+std::string times(int n, const std::string& choice) {
+  std::string out;
+  for (int i = 0; i < n; ++i) append(out, choice);
+  return out;
+}
+int count_choices(const std::string& choices) {
+  return choices.empty() ? 0 : static_cast<int>(std::count(choices.begin(), choices.end(), ' ')) + 1;
+}
+
+// Once a migration is chosen, nothing but keep follows.
+bool migrates_once_then_keeps(const std::string& choices) {
+  size_t at = choices.find("migrate");
+  if (at == std::string::npos) return false;
+  std::string rest = choices.substr(at);
+  return rest == "migrate " + times(count_choices(rest) - 1, "keep");
+}
+
+// Resizing from the first slow step, a probe after 2, 4, 8, 16 and then every 32 resized steps.
+std::string resize_and_probes() {
+  std::string out = "resize";
+  for (int gap : {2, 4, 8, 16, 32, 32}) out += " " + times(gap - 1, "resize") + " probe resize";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("equal speeds, up to a shared machine's noise: no policy moves or skips a unit") {
+  for (const std::string policy : {"none", "migrate", "resize", "hybrid"}) {
+    INFO(policy);
+    DrivenBalancer d(policy);
+    std::string choices;
+    for (double speed : {1.0, 0.95, 1.04, 0.96, 1.0, 0.95, 0.95, 1.05, 0.97, 0.95, 0.95, 0.95})
+      append(choices, d.step(speed).choice);
+    CHECK(choices == times(12, "keep"));
+    CHECK_FALSE(d.moved());
+    CHECK(d.skipped() == 0);
+  }
+}
+
+TEST_CASE("none measures a straggler and does nothing about it") {
+  DrivenBalancer d("none");
+  CHECK(d.steps_at(20, 0.5) == times(20, "keep"));
+  CHECK_FALSE(d.moved());
+  CHECK(d.skipped() == 0);
+  CHECK(d.balancer->monitor().speeds()[0] == doctest::Approx(0.5 * d.base));
+  CHECK(d.balancer->monitor().speeds()[1] == doctest::Approx(d.base));
+}
+
+TEST_CASE("migrate: a lasting 2x straggler gives units to the fast rank once; a blip moves nothing") {
+  DrivenBalancer d("migrate");
+  d.steps_at(4, 1);
+  // The first slow step is one sample off the average; the second confirms it.
+  CHECK(d.steps_at(20, 0.5) == "keep migrate " + times(18, "keep"));
+  for (const char* group : {"h.0.head", "h.0.mlp"}) {
+    INFO(group);
+    CHECK(d.balancer->partition().units_of(group, 0).size() < d.initial.units_of(group, 0).size());
+  }
+  CHECK(d.balancer->partition() == balanced_partition(d.initial, {0.5, 1.0}, gpt_unit_costs(tiny(), 2, 8, 2)));
+  CHECK(d.skipped() == 0);
+
+  DrivenBalancer blip("migrate");
+  CHECK(blip.steps_at(6, 1) + " | " + blip.steps_at(1, 0.5) + " | " + blip.steps_at(10, 1) ==
+        times(6, "keep") + " | keep | " + times(10, "keep"));
+  CHECK_FALSE(blip.moved());
+}
+
+TEST_CASE("resize: a 2x straggler skips half its units from the next step, probing on schedule; nothing moves") {
+  DrivenBalancer d("resize");
+  d.steps_at(4, 1);
+  std::string expected = resize_and_probes();
+  CHECK(d.steps_at(count_choices(expected), 0.5) == expected);
+  CHECK(d.skipped() == 4);  // 2 of its 4 heads and 2 of its 4 MLP blocks: it runs at half speed
+  CHECK(d.balancer->units_per_kind(0)[3] == 4);  // and the monitor is told so
+  CHECK_FALSE(d.moved());
+  // Back to speed: every unit returns at once.
+  CHECK(d.steps_at(3, 1) == times(3, "keep"));
+  CHECK(d.skipped() == 0);
+
+  DrivenBalancer blip("resize");
+  CHECK(blip.steps_at(6, 1) + " | " + blip.steps_at(1, 0.5) + " | " + blip.steps_at(10, 1) ==
+        times(6, "keep") + " | resize | " + times(10, "keep"));
+  CHECK(blip.skipped() == 0);
+  CHECK_FALSE(blip.moved());
+}
+
+TEST_CASE("hybrid: lambda chooses between skipping work and moving weights") {
+  SUBCASE("lambda 0 never moves weights: it resizes and probes as resize does") {
+    DrivenBalancer d("hybrid", 0);
+    d.steps_at(4, 1);
+    std::string expected = resize_and_probes();
+    CHECK(d.steps_at(count_choices(expected), 0.5) == expected);
+    CHECK_FALSE(d.moved());
+  }
+  SUBCASE("lambda inf never drops work: it keeps until migrating pays, then migrates once") {
+    DrivenBalancer d("hybrid", std::numeric_limits<double>::infinity());
+    d.steps_at(4, 1);
+    std::string choices = d.steps_at(40, 0.5);
+    INFO("choices: ", choices);
+    CHECK(choices.find("resize") == std::string::npos);
+    CHECK(choices.find("probe") == std::string::npos);
+    CHECK(choices.rfind("keep keep", 0) == 0);  // a fresh slowdown may end soon: not yet
+    CHECK(migrates_once_then_keeps(choices));
+    CHECK(d.moved());
+    CHECK(d.skipped() == 0);
+  }
+  SUBCASE("a middle lambda resizes a fresh slowdown, migrates a lasting one, then runs every unit") {
+    // 16 ms per step of fully skipped model: at these costs skipping beats a slow step at once,
+    // and moving beats skipping once the slowdown has lasted some 25 steps.
+    DrivenBalancer d("hybrid", 16);
+    d.steps_at(4, 1);
+    std::string choices;
+    for (int i = 0; i < 40; ++i) {
+      std::string choice = d.step(0.5).choice;
+      if (choice == "migrate") CHECK(d.skipped() == 0);  // units travel whole and all run again
+      append(choices, choice);
+    }
+    INFO("choices: ", choices);
+    CHECK(choices.rfind("resize resize probe", 0) == 0);
+    CHECK(migrates_once_then_keeps(choices));
+    CHECK(d.moved());
+    CHECK(d.skipped() == 0);
+  }
+  SUBCASE("a blip is resized for one step where skipping is cheap, kept where it is dear, never migrated") {
+    for (const auto& lambda_choice : std::vector<std::pair<double, std::string>>{
+             {0.0, "resize"}, {16.0, "resize"}, {100.0, "keep"}}) {
+      INFO("lambda ", lambda_choice.first);
+      DrivenBalancer d("hybrid", lambda_choice.first);
+      CHECK(d.steps_at(6, 1) == times(6, "keep"));
+      CHECK(d.steps_at(1, 0.5) == lambda_choice.second);
+      CHECK(d.steps_at(10, 1) == times(10, "keep"));
+      CHECK(d.skipped() == 0);
+      CHECK_FALSE(d.moved());
+    }
+  }
+}
