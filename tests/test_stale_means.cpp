@@ -1,10 +1,15 @@
-// Stale imputation's running means are training state: only training forwards move them.
+// Stale imputation's running means are training state: only training forwards move them, and a
+// checkpoint carries them with the optimizer state, so that a resumed run imputes what the
+// uninterrupted one would have.
 #include <doctest/doctest.h>
 
 #include "core/autograd.h"
+#include "core/safetensors.h"
+#include "nn/checkpoint.h"
 #include "nn/generate.h"
 #include "parallel/resize.h"
 #include "tests/gradcheck.h"
+#include "tests/temp_dir.h"
 
 using namespace flextp;
 
@@ -35,6 +40,38 @@ std::map<std::string, std::vector<double>> means(const GPT& m) {
   return out;
 }
 
+// Which units are skipped at which step: none at first (every mean gets known), then a set that
+// leaves out units the next set brings back, so that means updated while active matter later.
+void resize_for_step(GPT& m, int64_t step) {
+  std::vector<Parameter*> params = m.parameters();
+  std::vector<Parameter*> heads = group_parameters(params, "h.0.head"), mlp = group_parameters(params, "h.1.mlp");
+  if (step < 2) return;
+  if (step < 6) {
+    reorder_units(heads, {2, 0, 3, 1});
+    set_active_units(heads, 2);
+    reorder_units(mlp, {3, 1, 2, 0});
+    set_active_units(mlp, 1);
+  } else {
+    reorder_units(heads, {1, 3, 0, 2});
+    set_active_units(heads, 1);
+    reorder_units(mlp, {0, 2, 1, 3});
+    set_active_units(mlp, 2);
+  }
+}
+
+std::vector<double> train(GPT& m, AdamW& opt, int64_t first, int64_t last) {
+  std::vector<double> losses;
+  for (int64_t s = first; s < last; ++s) {
+    resize_for_step(m, s);
+    std::vector<Parameter*> params = m.parameters();
+    Tensor loss = m.loss(ids(s), ids(s + 1));
+    loss.backward();
+    opt.step(params, 1e-2);
+    for (Parameter* p : params) p->value.zero_grad();
+    losses.push_back(loss.item());
+  }
+  return losses;
+}
 }  // namespace
 
 TEST_CASE("evaluation and sampling leave the stale means where training left them") {
@@ -55,4 +92,59 @@ TEST_CASE("evaluation and sampling leave the stale means where training left the
   // A training forward on other tokens does move them: the comparison above can see a change.
   m.loss(ids(3), ids(4));
   CHECK(means(m) != trained);
+}
+
+TEST_CASE("a run with resizing and stale imputation resumes exactly from a checkpoint (f64)") {
+  test::TempDir dir("stale-resume");
+  std::string path = dir.file("m.safetensors");
+  GPTConfig c = tiny();
+  AdamWOptions ao{0.9, 0.999, 1e-8, 0.1};
+  GPT whole(c);
+  whole.set_imputation(Impute::Stale);
+  AdamW opt(ao);
+  train(whole, opt, 0, 4);
+  save_checkpoint(path, whole, &opt, {4, 0, {}});
+  std::vector<double> expected = train(whole, opt, 4, 8);
+
+  // The state file holds the means of every row-split layer (the weights file stays Hugging Face's).
+  SafetensorsFile state = read_safetensors(path + ".state");
+  for (const Linear* l : whole.row_split_layers()) {
+    INFO(l->prefix());
+    CHECK(state.tensors.count(l->prefix() + ".stale_mean") == 1);
+    CHECK(state.tensors.count(l->prefix() + ".stale_seen") == 1);
+  }
+  for (const auto& [name, t] : read_safetensors(path).tensors) CHECK(name.find("stale") == std::string::npos);
+
+  GPT resumed(c);
+  resumed.set_imputation(Impute::Stale);
+  AdamW opt2(ao);
+  CHECK(load_checkpoint(path, resumed, &opt2).step == 4);
+  std::vector<double> got = train(resumed, opt2, 4, 8);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    INFO("step ", 4 + i, ": ", got[i], " vs ", expected[i]);
+    CHECK(std::abs(got[i] - expected[i]) <= 1e-12);
+  }
+  std::vector<Parameter*> a = resumed.parameters(), b = whole.parameters();
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(a[i]->name);
+    test::check_close(a[i]->value, b[i]->value, 1e-12);
+  }
+  CHECK(means(resumed) == means(whole));
+}
+
+TEST_CASE("a checkpoint without stale means (zero imputation, or older) loads and leaves none") {
+  test::TempDir dir("stale-none");
+  std::string path = dir.file("m.safetensors");
+  GPT plain(tiny());
+  AdamW opt({0.9, 0.999, 1e-8, 0.1});
+  train(plain, opt, 0, 3);
+  save_checkpoint(path, plain, &opt, {3, 0, {}});
+  for (const auto& [name, t] : read_safetensors(path + ".state").tensors) CHECK(name.find("stale") == std::string::npos);
+  GPT stale(tiny());
+  stale.set_imputation(Impute::Stale);
+  stale.loss(ids(1), ids(2));
+  REQUIRE_FALSE(means(stale).empty());
+  AdamW opt2({0.9, 0.999, 1e-8, 0.1});
+  CHECK(load_checkpoint(path, stale, &opt2).step == 3);
+  CHECK(means(stale).empty());  // the checkpoint's state: no means yet, training rebuilds them
 }
