@@ -9,8 +9,8 @@
 #include <set>
 
 #include "core/autograd.h"
-#include "core/ops/shape_ops.h"
 #include "core/safetensors.h"
+#include "nn/stale_state.h"
 #include "parallel/unit_gather.h"
 
 namespace flextp {
@@ -116,85 +116,6 @@ void check_tensors(const SafetensorsFile& f, const std::string& path,
   for (const auto& [name, t] : f.tensors)
     FLEXTP_CHECK(expected.count(name), path, ": unexpected tensor '", name,
                  "' (not part of this model)");
-}
-
-// Stale imputation's running means (nn/linear.h) are training state like the optimizer slots.
-// Per row-split layer they travel as "<layer>.stale_mean" [units, out] (logical unit order) and
-// "<layer>.stale_seen" [units] (1 where the unit has a mean, 0 where it has none yet); a layer
-// none of whose units has a mean is left out, so runs without stale imputation write nothing.
-std::string stale_mean_name(const Linear& l) { return l.prefix() + ".stale_mean"; }
-std::string stale_seen_name(const Linear& l) { return l.prefix() + ".stale_seen"; }
-
-// One row per unit of w's group, laid out like w's units: gathers and scatters per-unit tensors
-// exactly as parameter rows are.
-Parameter one_row_per_unit(const Parameter& w, const Tensor& local) {
-  Parameter p;
-  p.name = w.name;
-  p.unit_kind = w.unit_kind;
-  p.unit_group = w.unit_group;
-  p.unit_rows = 1;
-  p.logical_rows = (w.logical_rows + w.unit_rows - 1) / w.unit_rows;
-  p.units = w.units;
-  p.value = local;
-  return p;
-}
-
-bool imputes(const Linear& l) { return !l.weight.replicated(); }
-
-// Appends (on the writer) every layer's logical means and seen flags. Every rank takes part.
-void gather_stale_means(const GPT& model, Communicator* comm, bool writer,
-                        std::vector<std::pair<std::string, Tensor>>& out) {
-  DType dtype = model.config().dtype;
-  for (const Linear* l : model.row_split_layers()) {
-    if (!imputes(*l)) continue;
-    const Parameter& w = l->weight;
-    int64_t n = static_cast<int64_t>(w.units.size()), width = w.value.size(1);
-    Tensor mean = Tensor::zeros({n, width}, dtype);
-    std::vector<double> seen(n, 0.0);
-    for (int64_t i = 0; i < n; ++i) {
-      const Tensor* m = l->stale_contribution(w.units[i]);
-      if (!m) continue;
-      slice_rows(mean, i, 1).copy_from(view_as(m->to(Device::cpu()), {1, width}));
-      seen[i] = 1;
-    }
-    Tensor local_seen = Tensor::from_vector(seen, {n, 1}).to(dtype);
-    Tensor all_seen = gather_logical(one_row_per_unit(w, local_seen), local_seen, comm);
-    if (all_seen.to(DType::F64).to_vector<double>() == std::vector<double>(all_seen.numel(), 0.0)) continue;
-    Tensor all_mean = gather_logical(one_row_per_unit(w, mean), mean, comm);
-    if (!writer) continue;
-    out.push_back({stale_mean_name(*l), all_mean});
-    out.push_back({stale_seen_name(*l), view_as(all_seen, {all_seen.size(0)})});
-  }
-}
-
-// The layers whose means a state file holds, with the shapes they must have.
-void expect_stale_means(const GPT& model, const SafetensorsFile& s, std::map<std::string, Shape>& expected) {
-  for (const Linear* l : model.row_split_layers()) {
-    if (!imputes(*l)) continue;
-    if (!s.tensors.count(stale_mean_name(*l)) && !s.tensors.count(stale_seen_name(*l))) continue;
-    int64_t units = one_row_per_unit(l->weight, l->weight.value).logical_rows;
-    expected[stale_mean_name(*l)] = {units, l->weight.value.size(1)};
-    expected[stale_seen_name(*l)] = {units};
-  }
-}
-
-// Gives every layer its units' means from the state file (none where the file has none: a
-// checkpoint from before the means were saved resumes with means rebuilt by training).
-void load_stale_means(GPT& model, const SafetensorsFile& s) {
-  for (Linear* l : model.row_split_layers()) {
-    if (!imputes(*l)) continue;
-    std::map<int64_t, Tensor> means;
-    auto m = s.tensors.find(stale_mean_name(*l));
-    if (m != s.tensors.end()) {
-      const Parameter& w = l->weight;
-      // One row per unit in logical order: row u is unit u's mean.
-      std::vector<double> flags = s.tensors.at(stale_seen_name(*l)).to(DType::F64).to_vector<double>();
-      for (int64_t u : w.units)
-        if (flags.at(u) != 0)
-          means[u] = view_as(slice_rows(m->second, u, 1), {m->second.size(1)}).clone().to(w.value.device());
-    }
-    l->set_stale_means(std::move(means));
-  }
 }
 
 }  // namespace

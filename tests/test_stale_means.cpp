@@ -130,6 +130,16 @@ TEST_CASE("a run with resizing and stale imputation resumes exactly from a check
     test::check_close(a[i]->value, b[i]->value, 1e-12);
   }
   CHECK(means(resumed) == means(whole));
+
+  // Means without their seen flags are refused, naming the tensor.
+  std::vector<std::pair<std::string, Tensor>> kept;
+  for (const auto& [name, t] : state.tensors)
+    if (name != "h.1.mlp.c_proj.stale_seen") kept.push_back({name, t});
+  write_safetensors(path + ".state", kept, state.metadata);
+  GPT again(c);
+  AdamW opt3(ao);
+  CHECK_THROWS_WITH_AS(load_checkpoint(path, again, &opt3), doctest::Contains("'h.1.mlp.c_proj.stale_seen' is missing"),
+                       Error);
 }
 
 TEST_CASE("a checkpoint without stale means (zero imputation, or older) loads and leaves none") {
