@@ -10,6 +10,7 @@
 
 #include "core/autograd.h"
 #include "core/safetensors.h"
+#include "nn/stale_state.h"
 #include "parallel/unit_gather.h"
 
 namespace flextp {
@@ -151,6 +152,7 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
       if (writer) slots.push_back({p->name + "." + s, to_hf_layout(p->name, slot, c)});
     }
   }
+  if (optimizer) gather_stale_means(model, comm, writer, slots);
   if (!writer) return;
   std::map<std::string, std::string> meta = config_metadata(c);
   meta["step"] = std::to_string(state.step);
@@ -262,6 +264,7 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
     std::map<std::string, Shape> slots;
     for (Parameter* p : params)
       for (const std::string& slot : optimizer->slot_names()) slots[p->name + "." + slot] = expected[p->name];
+    expect_stale_means(model, s, slots);
     check_tensors(s, sp, slots, c.dtype);
     optimizer->set_steps_taken(meta_int(s, sp, "optimizer_steps"));
     state.seed = static_cast<uint64_t>(meta_int(s, sp, "seed"));
@@ -278,6 +281,7 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
       p->state[slot] = local_rows(*p, ls).to(p->value.device());
     }
   }
+  if (optimizer) load_stale_means(model, s);
   return state;
 }
 

@@ -3,8 +3,9 @@
 //   PATH        safetensors weights with Hugging Face GPT-2 names, shapes and layouts (Conv1D
 //               [in, out]), whole and in logical unit order whatever the partition; the model
 //               config in __metadata__.
-//   PATH.state  safetensors optimizer slots ("<name>.<slot>", same layout as the weights), with
-//               the step, optimizer, seed and data position in __metadata__.
+//   PATH.state  safetensors optimizer slots ("<name>.<slot>", same layout as the weights) and
+//               stale imputation's running means ("<layer>.stale_mean"/".stale_seen", when any
+//               is known), with the step, optimizer, seed and data position in __metadata__.
 // The state is written first (as PATH.state.next), then the weights, each through a temporary
 // file and a rename, then the state is renamed into place; both carry the step, and loading takes
 // the state of the weights' step (from PATH.state.next after an interrupted save) or refuses.

@@ -59,11 +59,17 @@ Tensor GPT::hidden(const Tensor& ids) const {
   return ln_f_->forward(x);                                    // [B, T, C]
 }
 
-void GPT::set_imputation(Impute m) {
+std::vector<Linear*> GPT::row_split_layers() const {
+  std::vector<Linear*> out;
   for (Block* b : blocks_) {
-    b->attn.c_proj.set_impute(m);
-    b->mlp.c_proj.set_impute(m);
+    out.push_back(&b->attn.c_proj);
+    out.push_back(&b->mlp.c_proj);
   }
+  return out;
+}
+
+void GPT::set_imputation(Impute m) {
+  for (Linear* l : row_split_layers()) l->set_impute(m);
 }
 
 VocabLayout GPT::vocab_layout() const {

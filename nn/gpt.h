@@ -33,6 +33,8 @@ class GPT : public Module {
   void set_step(uint64_t step) { step_ = step; }
   // How the row-split layers fill in for units that priority resizing skips.
   void set_imputation(Impute m);
+  // The row-split layers (attention and MLP output projections), which impute skipped units.
+  std::vector<Linear*> row_split_layers() const;
   const GPTConfig& config() const { return config_; }
   const std::vector<Block*>& blocks() const { return blocks_; }
 

@@ -80,10 +80,14 @@ const Tensor* Linear::stale_contribution(int64_t unit) const {
 }
 
 Tensor Linear::impute_skipped(const Tensor& x, const Tensor& w) const {
+  // Only a training forward (one that records a graph) moves the means: evaluation, sampling and
+  // finite differences all run without grad, and must neither change what the next training step
+  // imputes nor see means that depend on how often they were called.
+  bool training = grad_enabled();
   NoGradGuard ng;
   constexpr double kKeep = 0.8;  // weight of the old mean in the running average
   int64_t in = x.size(-1), tokens = x.numel() / std::max<int64_t>(in, 1);
-  if (in > 0 && tokens > 0) {
+  if (training && in > 0 && tokens > 0) {
     Tensor mean_x = scale(sum_to_shape(view_as(x.detach(), {tokens, in}), {1, in}), 1.0 / tokens);  // [1, in]
     int64_t at = 0;
     for (int64_t u : weight.units) {

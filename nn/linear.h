@@ -15,7 +15,7 @@ namespace flextp {
 enum class Split { Column, Row };
 
 // What a row-split layer adds for the units priority resizing skips: nothing (zero), or each
-// skipped unit's mean contribution over the tokens of its last active steps (stale), so that the
+// skipped unit's mean contribution over the tokens of its last active training steps (stale), so that the
 // output keeps its scale for the other ranks and the next layer.
 enum class Impute { Zero, Stale };
 
@@ -43,13 +43,18 @@ class Linear : public Module {
   void set_impute(Impute m) { impute_ = m; }
   // The running mean contribution [out] of a unit, when known (row split, stale imputation).
   const Tensor* stale_contribution(int64_t unit) const;
+  // Every known running mean by unit, and their replacement (checkpoints save them with the
+  // optimizer state: they are training state, and a resume must impute what the run would have).
+  const std::map<int64_t, Tensor>& stale_means() const { return stale_; }
+  void set_stale_means(std::map<int64_t, Tensor> means) { stale_ = std::move(means); }
 
  private:
   static Tensor initial_weight(const std::string& prefix, const LinearSpec& spec, uint64_t seed,
                                DType dtype);
   static Tensor initial_bias(const LinearSpec& spec, DType dtype);
-  // Updates the running contributions of the active units from this input; returns the sum of
-  // the skipped units' contributions (undefined when there is none).
+  // In a training forward (grad enabled), updates the running contributions of the active units
+  // from this input; returns the sum of the skipped units' contributions (undefined when there is
+  // none).
   Tensor impute_skipped(const Tensor& x, const Tensor& w) const;
   Split split_;
   Communicator* comm_;

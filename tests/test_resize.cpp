@@ -2,6 +2,8 @@
 // the optimizer and restored exactly, and no change at all when nothing is skipped.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "core/autograd.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/shape_ops.h"
@@ -66,26 +68,82 @@ TEST_CASE("skipping units shrinks the GEMMs and leaves their weights and Adam st
   // The QKV product really is [B, T, 1 * 3D]: the attention op sees one head.
   Tensor x = Tensor::randn({2, 8, 16}, 3);
   CHECK(m.blocks()[0]->attn.c_attn.forward(x).shape() == Shape{2, 8, 12});
-  std::vector<std::vector<float>> before;
-  for (Parameter* p : heads) {
-    before.push_back(slice_rows(p->value, p->active_rows, p->value.size(0) - p->active_rows).to_vector<float>());
-    before.push_back(slice_rows(p->state.at("m"), p->active_rows, p->value.size(0) - p->active_rows).to_vector<float>());
-  }
-  std::vector<float> active_before = slice_rows(heads[0]->value, 0, heads[0]->active_rows).to_vector<float>();
+  // Every tensor an update may touch: the value and each optimizer slot, skipped rows and active.
+  std::vector<Parameter*> resized = heads;
+  resized.insert(resized.end(), mlp.begin(), mlp.end());
+  auto tensors = [&](Parameter* p) {
+    std::vector<std::pair<std::string, Tensor>> out{{"value", p->value}};
+    for (const std::string& s : opt.slot_names()) out.push_back({s, p->state.at(s)});
+    return out;
+  };
+  auto skipped_rows = [](Parameter* p, const Tensor& t) {
+    return slice_rows(t, p->active_rows, p->value.size(0) - p->active_rows).to_vector<float>();
+  };
+  auto active_rows = [](Parameter* p, const Tensor& t) { return slice_rows(t, 0, p->active_rows).to_vector<float>(); };
+  std::vector<std::vector<float>> skipped_before, active_before;
+  for (Parameter* p : resized)
+    for (const auto& [name, t] : tensors(p)) {
+      skipped_before.push_back(skipped_rows(p, t));
+      active_before.push_back(active_rows(p, t));
+    }
   step(m, opt, 2);
   step(m, opt, 3);
   size_t k = 0;
-  for (Parameter* p : heads) {
-    INFO(p->name);
-    CHECK(slice_rows(p->value, p->active_rows, p->value.size(0) - p->active_rows).to_vector<float>() == before[k++]);
-    CHECK(slice_rows(p->state.at("m"), p->active_rows, p->value.size(0) - p->active_rows).to_vector<float>() == before[k++]);
-  }
-  CHECK(slice_rows(heads[0]->value, 0, heads[0]->active_rows).to_vector<float>() != active_before);
+  for (Parameter* p : resized)
+    for (const auto& [name, t] : tensors(p)) {
+      std::string what = p->name + " " + name;
+      INFO(what);
+      CHECK(skipped_rows(p, t) == skipped_before[k]);  // frozen: weights, m and v alike
+      // ... while every active row of the same tensors moved (the steps were real ones, and
+      // reached the last active row).
+      std::vector<float> now = active_rows(p, t);
+      size_t width = now.size() / p->active_rows, unmoved = 0;
+      for (size_t r = 0; r < static_cast<size_t>(p->active_rows); ++r)
+        unmoved += std::equal(now.begin() + r * width, now.begin() + (r + 1) * width, active_before[k].begin() + r * width);
+      CHECK(unmoved == 0);
+      ++k;
+    }
   // Restored: all units compute again, with the weights they had.
   set_active_units(heads, -1);
   set_active_units(mlp, -1);
   CHECK(m.blocks()[0]->attn.active_heads() == 4);
   CHECK_FALSE(heads[0]->resized());
+}
+
+TEST_CASE("units skipped out of order come back with their weights, m and v, in their places") {
+  GPT m(tiny());
+  AdamW opt({0.9, 0.999, 1e-8, 0.1});
+  step(m, opt, 1);
+  std::vector<Parameter*> mlp = group_parameters(m.parameters(), "h.0.mlp");
+  // Unit u's rows of a tensor in logical order (whatever the local order is).
+  auto unit_rows = [](Parameter* p, const Tensor& local, int64_t u) {
+    Tensor all = gather_logical(*p, local, nullptr);
+    return slice_rows(all, u * p->unit_rows, p->rows_of_unit(u)).to_vector<float>();
+  };
+  auto tensors = [&](Parameter* p) {
+    std::vector<std::pair<std::string, Tensor>> out{{"value", p->value}};
+    for (const std::string& s : opt.slot_names()) out.push_back({s, p->state.at(s)});
+    return out;
+  };
+  std::vector<std::vector<float>> before;
+  for (Parameter* p : mlp)
+    for (const auto& [name, t] : tensors(p))
+      for (int64_t u = 0; u < 4; ++u) before.push_back(unit_rows(p, t, u));
+  reorder_units(mlp, {3, 1, 0, 2});
+  set_active_units(mlp, 2);  // 3 and 1 train; 0 and 2 are skipped
+  step(m, opt, 2);
+  step(m, opt, 3);
+  reorder_units(mlp, {2, 0, 1, 3});
+  set_active_units(mlp, -1);
+  size_t k = 0;
+  for (Parameter* p : mlp)
+    for (const auto& [name, t] : tensors(p))
+      for (int64_t u = 0; u < 4; ++u) {
+        std::string what = p->name + " " + name + " unit " + std::to_string(u);
+        INFO(what);
+        bool skipped = u == 0 || u == 2;
+        CHECK((unit_rows(p, t, u) == before[k++]) == skipped);
+      }
 }
 
 TEST_CASE("with no unit skipped the model is the plain one, to the bit") {
@@ -126,7 +184,16 @@ TEST_CASE("the resizer skips the least important units of a slow rank, and resto
   skipped = r.apply(params, two, {0.5, 1.0}, 0);
   CHECK(skipped > 0);
   CHECK(active_units(heads) == 1);
-  CHECK(heads[0]->units.back() != heads[0]->units.front());
+  // The one kept is the most important head, first in every parameter of the group.
+  int64_t best = 0;
+  for (int64_t u = 1; u < c.n_head; ++u)
+    if (r.importance("h.0.head", u) > r.importance("h.0.head", best)) best = u;
+  CHECK(heads[0]->units.front() == best);
+  for (Parameter* q : heads) {
+    INFO(q->name);
+    CHECK(q->units == heads[0]->units);
+    CHECK(q->active_rows == q->rows_of_unit(best));
+  }
   // The weakest head (2) is among the skipped ones.
   std::vector<int64_t> skipped_units(heads[0]->units.begin() + 1, heads[0]->units.end());
   CHECK(std::find(skipped_units.begin(), skipped_units.end(), 2) != skipped_units.end());
@@ -151,9 +218,9 @@ TEST_CASE("stale imputation adds a skipped unit's mean contribution; zero adds n
   std::vector<float> all;
   for (int t = 0; t < 6; ++t) all.insert(all.end(), row.begin(), row.end());
   Tensor x = Tensor::from_vector(all, {1, 6, 64});
-  NoGradGuard ng;
   proj.set_impute(Impute::Stale);
-  Tensor full = proj.forward(x);  // all active: records every unit's contribution
+  Tensor full = proj.forward(x).detach();  // a training forward, all active: records every unit's contribution
+  NoGradGuard ng;
   CHECK(proj.stale_contribution(3) != nullptr);
   set_active_units(group, 2);  // units 2 and 3 skipped: the layer sees their 32 inputs no more
   std::vector<float> first32;
@@ -167,4 +234,42 @@ TEST_CASE("stale imputation adds a skipped unit's mean contribution; zero adds n
   for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, double(std::abs(a[i] - b[i])));
   CHECK(diff > 1e-4);  // zero: the skipped units' share is missing
   set_active_units(group, -1);
+}
+
+TEST_CASE("a model with skipped units and stale imputation has the gradient of finite differences (f64)") {
+  for (Device d : test::devices()) {
+    INFO("on ", d.str());
+    GPTConfig c = tiny();
+    c.dtype = DType::F64;
+    c.n_embd = 8;  // 4 heads of 2, 4 MLP units of 8: small enough to check many entries
+    c.mlp_unit = 8;
+    GPT model(c);
+    model.to(d);
+    model.set_imputation(Impute::Stale);
+    model.loss(ids(1), ids(2));  // a training forward: every unit's mean contribution is known
+    std::vector<Parameter*> params = model.parameters();
+    // Skipped units in every kind of group, out of their initial order.
+    reorder_units(group_parameters(params, "h.0.head"), {2, 0, 3, 1});
+    set_active_units(group_parameters(params, "h.0.head"), 2);
+    set_active_units(group_parameters(params, "h.1.head"), 3);
+    reorder_units(group_parameters(params, "h.1.mlp"), {1, 3, 0, 2});
+    set_active_units(group_parameters(params, "h.1.mlp"), 1);
+    std::vector<Tensor> values;
+    for (Parameter* p : params) values.push_back(p->value);
+    // The inputs are the parameters themselves: the harness perturbs them in place. Its
+    // finite-difference forwards run without grad, so they leave the means as they are.
+    test::check_gradients_here([&](const std::vector<Tensor>&) { return model.loss(ids(3), ids(4)); }, values,
+                               1e-6, 1e-6, 32);
+    // The skipped rows take no gradient at all.
+    int64_t resized = 0;
+    for (Parameter* p : params) {
+      if (!p->resized()) continue;
+      INFO(p->name);
+      ++resized;
+      Tensor g = slice_rows(p->grad(), p->active_rows, p->value.size(0) - p->active_rows).to(Device::cpu());
+      std::vector<double> v = g.to_vector<double>();
+      CHECK(std::all_of(v.begin(), v.end(), [](double x) { return x == 0.0; }));
+    }
+    CHECK(resized == 3 * 3);  // c_attn weight and bias and c_proj weight; c_fc weight and bias and c_proj weight
+  }
 }
