@@ -22,6 +22,7 @@
 #include "data/batches.h"
 #include "data/token_files.h"
 #include "nn/checkpoint.h"
+#include "nn/checkpoint_files.h"
 #include "nn/generate.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
@@ -110,37 +111,6 @@ void check_vocab(const std::vector<int32_t>& tokens, int64_t vocab, const std::s
   for (int32_t t : tokens)
     FLEXTP_CHECK(t >= 0 && t < vocab, what, " holds token ", t, ", outside the vocabulary of ",
                  vocab, " (set --vocab)");
-}
-
-// Periodic checkpoints sit beside the final one: runs/m.safetensors -> runs/m-step000500.safetensors.
-std::string periodic_path(const std::string& path, int64_t step) {
-  size_t slash = path.find_last_of('/'), dot = path.find_last_of('.');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) dot = path.size();
-  char tag[32];
-  std::snprintf(tag, sizeof tag, "-step%06lld", (long long)step);
-  return path.substr(0, dot) + tag + path.substr(dot);
-}
-
-// --keep-last: removes all but the newest `keep` periodic checkpoints of `path` (and their state).
-void remove_old_checkpoints(const std::string& path, int64_t keep) {
-  namespace fs = std::filesystem;
-  std::string probe = periodic_path(path, 0);  // .../m-step000000.safetensors
-  size_t tag = probe.find("-step000000");
-  std::string head = fs::path(probe.substr(0, tag)).filename().string(), tail = probe.substr(tag + 11);
-  fs::path dir = fs::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  std::vector<std::string> found;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string name = e.path().filename().string();
-    if (name.size() == head.size() + 11 + tail.size() && name.compare(0, head.size(), head) == 0 &&
-        name.compare(head.size(), 5, "-step") == 0 && name.compare(name.size() - tail.size(), tail.size(), tail) == 0 &&
-        name.find_first_not_of("0123456789", head.size() + 5) == head.size() + 11)
-      found.push_back(e.path().string());
-  }
-  std::sort(found.begin(), found.end());  // zero-padded steps sort in time order
-  for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i)
-    for (const std::string& f : {found[i], found[i] + ".state", found[i] + ".state.next"}) fs::remove(f, ec);
 }
 
 Partition initial_partition(const TrainOptions& o, const GPTConfig& c, int ranks) {
@@ -360,7 +330,7 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device 
     if (metrics.is_open()) metrics << line.dump() << "\n" << std::flush;
     if (!o.save.empty() && o.save_every && (step + 1) % o.save_every == 0 && !last && good) {
       progress.clear_line();
-      save(periodic_path(o.save, step + 1), step + 1);
+      save(periodic_checkpoint_path(o.save, step + 1), step + 1);
       if (lead && o.keep_last > 0) remove_old_checkpoints(o.save, o.keep_last);
     }
     std::fflush(stdout);
