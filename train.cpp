@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -162,7 +163,20 @@ nlohmann::json rank_table(const Balancer& b) {
   return ranks;
 }
 
-int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device device) {
+// A resumed run keeps the seed it was started with: the batches and dropout masks of the steps
+// still to come depend on it. Another --seed given explicitly is refused.
+uint64_t resumed_seed(const TrainOptions& o, const CLI::App& app) {
+  std::optional<uint64_t> saved = read_checkpoint_seed(o.load);
+  if (!saved) return o.seed;  // no optimizer state: loading the checkpoint will say so
+  FLEXTP_CHECK(app.count("--seed") == 0 || o.seed == *saved, "--seed ", o.seed, " differs from the seed ", *saved,
+               " that ", o.load, " was trained with: a resumed run keeps its seed (its data order and dropout "
+               "depend on it); leave --seed out");
+  return *saved;
+}
+
+int run(const TrainOptions& options, const CLI::App& app, Communicator& world, Device device) {
+  TrainOptions o = options;
+  if (!o.load.empty() && !o.eval_only) o.seed = resumed_seed(o, app);
   // Every collective of the run goes through the step clock: it measures compute and waiting,
   // and emulates a slower rank when asked to.
   StepClock comm(world, slowdown(o, world.size()));
@@ -218,6 +232,7 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device 
   int64_t start = 0;
   if (!o.load.empty()) {
     start = load_checkpoint(o.load, model, opt.get(), &comm).step;
+    say("resumed %s at step %lld with its seed %llu\n", o.load.c_str(), (long long)start, (unsigned long long)o.seed);
   }
   if (!o.fault_kill.empty()) check_fault_spec("--fault-kill", o.fault_kill, comm.size());
   if (!o.fault_hang.empty()) check_fault_spec("--fault-hang", o.fault_hang, comm.size());

@@ -93,6 +93,19 @@ int64_t meta_int(const SafetensorsFile& f, const std::string& path, const std::s
   FLEXTP_FAIL(path, ": metadata '", key, "' = '", it->second, "' is not an integer");
 }
 
+// Seeds are unsigned 64-bit: the upper half of their range does not fit meta_int.
+uint64_t meta_seed(const SafetensorsFile& f, const std::string& path) {
+  auto it = f.metadata.find("seed");
+  FLEXTP_CHECK(it != f.metadata.end(), path, ": metadata has no 'seed'");
+  try {
+    size_t used = 0;
+    uint64_t v = std::stoull(it->second, &used);
+    if (used == it->second.size() && it->second[0] != '-') return v;
+  } catch (const std::exception&) {
+  }
+  FLEXTP_FAIL(path, ": metadata 'seed' = '", it->second, "' is not an unsigned integer");
+}
+
 std::string state_path(const std::string& path) { return path + ".state"; }
 std::string next_state_path(const std::string& path) { return path + ".state.next"; }
 
@@ -209,6 +222,17 @@ std::map<std::string, std::string> read_checkpoint_extra(const std::string& path
   return extra;
 }
 
+std::optional<uint64_t> read_checkpoint_seed(const std::string& path) {
+  SafetensorsFile f = read_safetensors(path);
+  int64_t step = f.metadata.count("step") ? meta_int(f, path, "step") : 0;
+  for (const std::string& sp : {state_path(path), next_state_path(path)}) {
+    if (!std::filesystem::exists(sp)) continue;
+    SafetensorsFile s = read_safetensors(sp);
+    if (meta_int(s, sp, "step") == step) return meta_seed(s, sp);
+  }
+  return std::nullopt;
+}
+
 GPTConfig read_checkpoint_config(const std::string& path) {
   SafetensorsFile f = read_safetensors(path);
   GPTConfig c;
@@ -264,7 +288,7 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
       for (const std::string& slot : optimizer->slot_names()) slots[p->name + "." + slot] = expected[p->name];
     check_tensors(s, sp, slots, c.dtype);
     optimizer->set_steps_taken(meta_int(s, sp, "optimizer_steps"));
-    state.seed = static_cast<uint64_t>(meta_int(s, sp, "seed"));
+    state.seed = meta_seed(s, sp);
     for (const auto& [k, v] : s.metadata)
       if (k.rfind("extra.", 0) == 0) state.extra[k.substr(6)] = v;
   }

@@ -90,6 +90,18 @@ TEST_CASE("save then load gives identical logits and optimizer state") {
   }
 }
 
+TEST_CASE("the seed of a checkpoint reads back over the whole unsigned range, from its state only") {
+  test::TempDir dir("ckseed");
+  GPT m(small());
+  AdamW opt({});
+  const uint64_t seed = 18446744073709551615ull;  // above INT64_MAX
+  save_checkpoint(dir.file("m.st"), m, &opt, {2, seed, {}});
+  CHECK(read_checkpoint_seed(dir.file("m.st")) == seed);
+  CHECK(load_checkpoint(dir.file("m.st"), m, &opt).seed == seed);
+  save_checkpoint(dir.file("w.st"), m, nullptr, {2, seed, {}});  // weights alone: no seed to tell
+  CHECK(!read_checkpoint_seed(dir.file("w.st")).has_value());
+}
+
 TEST_CASE("loading refuses checkpoints that do not fit the model") {
   test::TempDir dir("ckbad");
   GPT m(small());
