@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -39,8 +40,9 @@ using namespace flextp;
 namespace {
 
 // Mean cross-entropy over the first `windows` non-overlapping windows of the stream, in order.
+// `after_batch` runs after each batch (the watchdog's beat: an evaluation may outlast a step).
 double evaluate(GPT& model, const std::vector<int32_t>& tokens, int64_t seq_len, int64_t windows,
-                int64_t batch) {
+                int64_t batch, const std::function<void()>& after_batch = [] {}) {
   NoGradGuard ng;
   model.set_training(false);
   double total = 0;
@@ -48,6 +50,7 @@ double evaluate(GPT& model, const std::vector<int32_t>& tokens, int64_t seq_len,
     int64_t count = std::min(batch, windows - first);
     Batch b = eval_batch(tokens, seq_len, first, count);
     total += model.loss(b.ids, b.targets).item() * static_cast<double>(count);
+    after_batch();
   }
   model.set_training(true);
   return total / static_cast<double>(windows);
@@ -264,13 +267,22 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   bo.lambda = parse_lambda(o.lambda);
   bo.resize.seed = o.seed;
   Balancer balancer(comm.untimed(), partition, costs, comm_model, bo);
+  Watchdog watchdog(comm.size() > 1 ? o.rank_timeout : 0, comm.rank());
+  // Rank 0 writes files while the other ranks wait for it, for as long as the disk takes: the
+  // watchdog is off on every rank, and the ranks leave together so that none waits in the next
+  // step's collectives with its watchdog on. (A killed rank still ends the job through mpirun.)
+  auto unwatched = [&](const auto& work) {
+    watchdog.pause();
+    work();
+    comm.untimed().barrier();
+    watchdog.resume();
+  };
   TrainState state{start, o.seed, {{"tokenizer", tok.name()}}};
   auto save = [&](const std::string& path, int64_t step) {
     state.step = step;
-    save_checkpoint(path, model, opt.get(), state, &comm);
+    unwatched([&] { save_checkpoint(path, model, opt.get(), state, &comm); });
     say("saved %s (step %lld)\n", path.c_str(), (long long)step);
   };
-  Watchdog watchdog(comm.size() > 1 ? o.rank_timeout : 0, comm.rank());
   Progress progress(lead, o.steps);
   int64_t bad_in_row = 0, bad_total = 0;
 
@@ -337,7 +349,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
       say("step %5lld | %s; moved in %.1f ms; units per rank now %s\n", (long long)step + 1,
           bal.plan.str().c_str(), bal.migrate_ms, balancer.partition().str().c_str());
     if (val_windows && ((o.eval_every && (step + 1) % o.eval_every == 0) || last)) {
-      double val = evaluate(model, val_tokens, o.seq_len, val_windows, o.batch);
+      double val = evaluate(model, val_tokens, o.seq_len, val_windows, o.batch, [&] { watchdog.beat(step + 1); });
       line["val_loss"] = val;
       progress.clear_line();
       say("step %5lld | val loss %.4f\n", (long long)step + 1, val);
@@ -354,13 +366,14 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   watchdog.beat(o.steps + 1);
   if (!o.save.empty()) save(o.save, std::max(start, o.steps));
   if (!o.export_hf.empty()) {
-    export_hf(o.export_hf, model, &comm);
+    unwatched([&] { export_hf(o.export_hf, model, &comm); });
     say("exported %s/config.json and %s/model.safetensors (transformers: GPT2LMHeadModel.from_pretrained)\n",
         o.export_hf.c_str(), o.export_hf.c_str());
   }
   if (o.sample > 0) {
     std::vector<int32_t> prompt = tok.encode(o.prompt.empty() ? "\n" : o.prompt);
-    std::vector<int32_t> out = generate(model, prompt, {o.sample, o.temperature, o.top_k, o.seed});
+    std::vector<int32_t> out;
+    unwatched([&] { out = generate(model, prompt, {o.sample, o.temperature, o.top_k, o.seed}); });
     say("---- sample ----\n%s\n----------------\n", tok.decode(out).c_str());
   }
   return 0;

@@ -1,12 +1,15 @@
 #include "nn/checkpoint.h"
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include <set>
+#include <thread>
 
 #include "core/autograd.h"
 #include "core/safetensors.h"
@@ -130,6 +133,13 @@ void check_tensors(const SafetensorsFile& f, const std::string& path,
                  "' (not part of this model)");
 }
 
+// For the test of saves slower than train's --rank-timeout: FLEXTP_FAULT_SLOW_SAVE_MS=N makes
+// the writer wait N ms before it writes the weights (after the optimizer state), as a slow disk would.
+void slow_save_fault() {
+  if (const char* ms = std::getenv("FLEXTP_FAULT_SLOW_SAVE_MS"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+}
+
 }  // namespace
 
 Shape hf_shape(const std::string& name, const Shape& logical) {
@@ -179,6 +189,7 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
     write_safetensors(next_state_path(path), slots, smeta);
   }
   meta["format"] = "pt";  // what transformers asks of a safetensors file
+  slow_save_fault();
   write_safetensors(path, weights, meta);
   if (optimizer) rename_file(next_state_path(path), state_path(path));
 }

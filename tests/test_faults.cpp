@@ -19,6 +19,7 @@ using test::run_train;
 
 namespace {
 bool exists(const std::string& path) { return std::filesystem::exists(path); }
+// Environment variables set before the command reach every rank.
 std::string mpirun(int ranks) {
   return "timeout 120 " + std::string(FLEXTP_MPIRUN) + " -np " + std::to_string(ranks) + " -x OMP_NUM_THREADS=1 " +
          FLEXTP_TRAIN_BINARY + " ";
@@ -116,6 +117,29 @@ TEST_CASE("a rank killed or silenced mid-step ends the job with a clear message,
   CHECK(silent.status != 0);
   CHECK(silent.status != 124);
   CHECK(silent.output.find("no progress for 2 s in step 3: another rank has died or hangs") != std::string::npos);
+}
+
+TEST_CASE("saves, exports and samples slower than --rank-timeout do not end a 2-rank run") {
+  test::TempDir dir("slowsave");
+  std::string m = dir.file("m.st");
+  // Every save (the periodic one at step 2, the final one, the export) waits 3 s before writing
+  // its weights: longer than --rank-timeout 2 on rank 0, which writes, and on rank 1, which waits.
+  Run r = run_command("FLEXTP_FAULT_SLOW_SAVE_MS=3000 " + mpirun(2) + kTiny + " --data " + test::corpus(dir) +
+                      " --steps 4 --save-every 2 --save " + m + " --export-hf " + dir.file("hf") +
+                      " --sample 4 --rank-timeout 2");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("no progress") == std::string::npos);
+  CHECK(r.output.find("saved " + dir.file("m-step000002.st") + " (step 2)") != std::string::npos);
+  CHECK(r.output.find("saved " + m + " (step 4)") != std::string::npos);
+  CHECK(r.output.find("---- sample ----") != std::string::npos);
+  // The final checkpoint is whole: its weights and state are of step 4, and training resumes from it.
+  CHECK(!exists(m + ".state.next"));
+  Run resumed = run_train(std::string(kTiny) + " --data " + test::corpus(dir) + " --steps 5 --load " + m);
+  CHECK_MESSAGE(resumed.status == 0, resumed.output);
+  CHECK(resumed.output.find("at step 4") != std::string::npos);
+  CHECK(exists(dir.file("hf/model.safetensors")));
+  CHECK(exists(dir.file("hf/config.json")));
 }
 
 TEST_CASE("a run resumed on another tensor-parallel size and partition continues the same loss curve") {
