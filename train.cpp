@@ -280,7 +280,14 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   TrainState state{start, o.seed, {{"tokenizer", tok.name()}}};
   auto save = [&](const std::string& path, int64_t step) {
     state.step = step;
-    unwatched([&] { save_checkpoint(path, model, opt.get(), state, &comm); });
+    unwatched([&] {
+      try {
+        save_checkpoint(path, model, opt.get(), state, &comm);
+      } catch (const Error& e) {  // a full disk: files are replaced by rename, so the old ones stand
+        FLEXTP_FAIL("cannot save checkpoint ", path, " (step ", step, "): ", e.what(),
+                    "; the files of any earlier save are untouched");
+      }
+    });
     say("saved %s (step %lld)\n", path.c_str(), (long long)step);
   };
   Progress progress(lead, o.steps);

@@ -8,6 +8,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
 
@@ -23,6 +28,23 @@ bool exists(const std::string& path) { return std::filesystem::exists(path); }
 std::string mpirun(int ranks) {
   return "timeout 120 " + std::string(FLEXTP_MPIRUN) + " -np " + std::to_string(ranks) + " -x OMP_NUM_THREADS=1 " +
          FLEXTP_TRAIN_BINARY + " ";
+}
+
+// Runs `command` with no file larger than `bytes` (RLIMIT_FSIZE) and SIGXFSZ ignored, so that a
+// write beyond it fails with EFBIG, as on a full disk. Its output goes to `log` (small).
+Run run_with_file_limit(const std::string& command, rlim_t bytes, const std::string& log) {
+  std::string shell = command + " > " + log + " 2>&1";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    struct rlimit limit = {bytes, bytes};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    ::signal(SIGXFSZ, SIG_IGN);
+    ::execl("/bin/sh", "sh", "-c", shell.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, test::read_bytes(log)};
 }
 }  // namespace
 
@@ -89,6 +111,30 @@ TEST_CASE("a save killed at any point leaves a loadable checkpoint") {
   CHECK(killed.status == 137);
   CHECK(!exists(dir.file("p-step000004.st")));
   CHECK(run_train(base + " --steps 6 --load " + dir.file("p-step000002.st")).status == 0);
+}
+
+TEST_CASE("a disk that fills up in the middle of a save: a clear error, the previous checkpoint intact") {
+  test::TempDir dir("diskfull");
+  std::string base = std::string(kTiny) + " --data " + test::corpus(dir);
+  std::string m = dir.file("m.st");
+  REQUIRE(run_train(base + " --steps 2 --save " + m).status == 0);
+  const std::string weights = test::read_bytes(m), state = test::read_bytes(m + ".state");
+  // Resumed to step 4 and saved over m.st on a disk with room for half the optimizer state.
+  Run full = run_with_file_limit(std::string(FLEXTP_TRAIN_BINARY) + " " + base + " --steps 4 --load " + m + " --save " + m,
+                                 state.size() / 2, dir.file("log.txt"));
+  INFO(full.output);
+  CHECK(full.status == 1);
+  CHECK(full.output.find("train: error: cannot save checkpoint " + m + " (step 4): cannot write ") != std::string::npos);
+  CHECK(full.output.find("File too large (disk full?)") != std::string::npos);
+  CHECK(test::read_bytes(m) == weights);
+  CHECK(test::read_bytes(m + ".state") == state);
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"corpus.txt", "log.txt", "m.st", "m.st.state"});  // no partial files
+  Run resumed = run_train(base + " --steps 3 --load " + m);
+  CHECK_MESSAGE(resumed.status == 0, resumed.output);
+  CHECK(resumed.output.find("at step 2") != std::string::npos);
 }
 
 TEST_CASE("--keep-last keeps the newest periodic checkpoints") {
