@@ -32,6 +32,7 @@
 #include "parallel/balancer.h"
 #include "parallel/mpi_communicator.h"
 #include "parallel/nccl_communicator.h"
+#include "parallel/rank_agreement.h"
 #include "parallel/straggler.h"
 #include "parallel/unit_rows.h"
 
@@ -177,6 +178,32 @@ uint64_t resumed_seed(const TrainOptions& o, const CLI::App& app) {
   return *saved;
 }
 
+// What every rank must have read alike: compared across ranks before training.
+std::vector<Fingerprint> input_fingerprints(const TrainOptions& o, const CLI::App& app, const Tokenizer& tok,
+                                            const GPTConfig& c, const std::vector<int32_t>& train_tokens,
+                                            const std::vector<int32_t>& val_tokens, int64_t checkpoint_step) {
+  uint64_t vocabulary = fingerprint(tok.name());
+  for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+    std::string piece = tok.decode({id});
+    vocabulary = fingerprint(std::to_string(piece.size()) + ":" + piece, vocabulary);
+  }
+  // Every flag but those naming this rank's files and device (those may differ; the files'
+  // contents are compared), and the model as built (a checkpoint's config, the seed it keeps).
+  std::stringstream flags(app.config_to_str(true, false));
+  std::string settings = c.str() + ", seed " + std::to_string(o.seed) + "\n";
+  for (std::string line; std::getline(flags, line);) {
+    std::string key = line.substr(0, line.find('='));
+    if (key != "data" && key != "val-data" && key != "load" && key != "save" && key != "metrics" &&
+        key != "export-hf" && key != "tokenizer-dir" && key != "straggler-trace" && key != "device")
+      settings += line + "\n";
+  }
+  return {{"the training data", fingerprint(train_tokens.data(), train_tokens.size() * sizeof(int32_t))},
+          {"the validation data", fingerprint(val_tokens.data(), val_tokens.size() * sizeof(int32_t))},
+          {"the vocabulary", vocabulary},
+          {"the configuration (model and flags)", fingerprint(settings)},
+          {"the step of the loaded checkpoint", fingerprint(std::to_string(checkpoint_step))}};
+}
+
 int run(const TrainOptions& options, const CLI::App& app, Communicator& world, Device device) {
   TrainOptions o = options;
   if (!o.load.empty() && !o.eval_only) o.seed = resumed_seed(o, app);
@@ -220,9 +247,12 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   else
     opt = std::make_unique<AdamW>(AdamWOptions{0.9, 0.999, 1e-8, o.weight_decay});
 
+  int64_t start = 0;
+  if (!o.load.empty()) start = load_checkpoint(o.load, model, o.eval_only ? nullptr : opt.get(), &comm).step;
+  // Before the first collective that depends on them.
+  check_ranks_agree(comm.untimed(), input_fingerprints(o, app, tok, c, train_tokens, val_tokens, start));
   if (o.eval_only) {
     FLEXTP_CHECK(!o.load.empty(), "--eval-only needs --load CHECKPOINT");
-    load_checkpoint(o.load, model, nullptr, &comm);
     // Evaluate on the whole of --data (no split): windows from the file's start.
     int64_t windows = eval_window_count(all, o, "--data");
     say("eval %s: %lld windows of %lld tokens from the start of %s: loss %.6f\n",
@@ -232,9 +262,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
     return 0;
   }
 
-  int64_t start = 0;
   if (!o.load.empty()) {
-    start = load_checkpoint(o.load, model, opt.get(), &comm).step;
     say("resumed %s at step %lld with its seed %llu\n", o.load.c_str(), (long long)start, (unsigned long long)o.seed);
   }
   if (!o.fault_kill.empty()) check_fault_spec("--fault-kill", o.fault_kill, comm.size());

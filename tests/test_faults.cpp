@@ -188,6 +188,37 @@ TEST_CASE("saves, exports and samples slower than --rank-timeout do not end a 2-
   CHECK(exists(dir.file("hf/config.json")));
 }
 
+TEST_CASE("ranks that read different data, settings or checkpoints stop before step 1, naming the difference") {
+  test::TempDir dir("ranksdiffer");
+  std::string base = std::string(kTiny) + " --steps 3 --data ";
+  std::string data = test::corpus(dir);
+  // Rank 0 and rank 1 started with their own arguments (as node-local paths would give them).
+  auto two_ranks = [&](const std::string& rank0, const std::string& rank1) {
+    return run_command("timeout 120 " + std::string(FLEXTP_MPIRUN) + " -x OMP_NUM_THREADS=1 -np 1 " + FLEXTP_TRAIN_BINARY +
+                       " " + rank0 + " : -np 1 " + FLEXTP_TRAIN_BINARY + " " + rank1);
+  };
+  auto stops_with = [&](const Run& r, const std::string& message) {
+    INFO(r.output);
+    CHECK(r.status != 0);
+    CHECK(r.status != 124);  // not the timeout: no hang
+    CHECK(r.output.find("the ranks did not read the same inputs: " + message +
+                        ". Every rank must see the same files") != std::string::npos);
+    CHECK(r.output.find("step     1") == std::string::npos);
+  };
+  // The same files under two names agree.
+  std::filesystem::copy_file(data, dir.file("copy.txt"));
+  Run same = two_ranks(base + data, base + dir.file("copy.txt"));
+  CHECK_MESSAGE(same.status == 0, same.output);
+  std::string other = dir.write("other.txt", test::read_bytes(data).substr(0, 4000) + "a different ending");
+  stops_with(two_ranks(base + data, base + other),
+             "the training data differs between rank 0 and rank 1; the validation data differs between rank 0 and rank 1");
+  stops_with(two_ranks(base + data, base + data + " --dropout 0.1"),
+             "the configuration (model and flags) differs between rank 0 and rank 1");
+  REQUIRE(run_train(base + data + " --save-every 1 --save " + dir.file("m.st")).status == 0);
+  stops_with(two_ranks(base + data + " --load " + dir.file("m-step000001.st"), base + data + " --load " + dir.file("m-step000002.st")),
+             "the step of the loaded checkpoint differs between rank 0 and rank 1");
+}
+
 TEST_CASE("a run resumed on another tensor-parallel size and partition continues the same loss curve") {
   test::TempDir dir("tpresume");
   std::string base = "--n-layer 1 --n-head 4 --n-embd 32 --mlp-unit 16 --seq-len 16 --batch 2 --log-every 100 --eval-every 0 "
