@@ -215,6 +215,26 @@ TEST_CASE("ranks that read different data, settings or checkpoints stop before s
   stops_with(two_ranks(base + data, base + data + " --dropout 0.1"),
              "the configuration (model and flags) differs between rank 0 and rank 1");
   REQUIRE(run_train(base + data + " --save-every 1 --save " + dir.file("m.st")).status == 0);
+  // GPT-2's vocabulary, its last two merges swapped in rank 1's copy (a valid vocabulary whose
+  // ids 50254 and 50255 trade places; the corpus uses neither).
+  const std::string gpt2 = FLEXTP_SOURCE_DIR "/../shared/gpt2";
+  if (exists(gpt2 + "/encoder.json")) {
+    std::filesystem::create_directory(dir.file("gpt2"));
+    std::string merges = test::read_bytes(gpt2 + "/vocab.bpe");
+    const std::string last_two = "\u0120inform ants\n\u0120g azed";
+    REQUIRE(merges.rfind(last_two) != std::string::npos);
+    merges.replace(merges.rfind(last_two), last_two.size(), "\u0120g azed\n\u0120inform ants");
+    dir.write("gpt2/vocab.bpe", merges);
+    nlohmann::json encoder = nlohmann::json::parse(test::read_bytes(gpt2 + "/encoder.json"));
+    REQUIRE(encoder.at("\u0120informants") == 50254);
+    encoder["\u0120informants"] = 50255, encoder["\u0120gazed"] = 50254;
+    dir.write("gpt2/encoder.json", encoder.dump());
+    std::string tokens = " --tokenizer gpt2 --tokenizer-dir ";
+    stops_with(two_ranks(base + data + tokens + gpt2, base + data + tokens + dir.file("gpt2")),
+               "the vocabulary differs between rank 0 and rank 1");
+  } else {
+    MESSAGE("no GPT-2 files in ", gpt2, ": the case of a differing vocabulary is skipped");
+  }
   stops_with(two_ranks(base + data + " --load " + dir.file("m-step000001.st"), base + data + " --load " + dir.file("m-step000002.st")),
              "the step of the loaded checkpoint differs between rank 0 and rank 1");
 }
