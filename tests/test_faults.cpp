@@ -50,7 +50,9 @@ Run run_with_file_limit(const std::string& command, rlim_t bytes, const std::str
 
 TEST_CASE("a non-finite loss skips the step with a warning; too many in a row stop the run") {
   test::TempDir dir("badsteps");
-  std::string base = std::string(kTiny) + " --data " + test::corpus(dir);
+  std::string tiny = kTiny;
+  tiny.replace(tiny.find("--eval-every 0"), 14, "--eval-every 1");  // the validation loss after every step
+  std::string base = tiny + " --data " + test::corpus(dir);
   Run r = run_train(base + " --steps 8 --fault-nan-steps 3,4 --metrics " + dir.file("m.jsonl"));
   REQUIRE_MESSAGE(r.status == 0, r.output);
   CHECK(r.output.find("step     4 | warning: non-finite loss: step skipped (2 in a row, 2 in all)") != std::string::npos);
@@ -60,11 +62,17 @@ TEST_CASE("a non-finite loss skips the step with a warning; too many in a row st
   CHECK(rows[2]["loss"].is_null());
   CHECK(!rows[4].contains("skipped"));
   CHECK(std::isfinite(rows[7]["loss"].get<double>()));
-  // A skipped step changes nothing: step 5 of this run sees the weights step 3 of a clean run saw.
+  // A skipped step changes nothing: after the skipped steps 3 and 4 the weights are those of a
+  // clean run after step 2, as the validation loss (of the weights alone) after each step shows.
   Run clean = run_train(base + " --steps 8 --metrics " + dir.file("clean.jsonl"));
   REQUIRE(clean.status == 0);
   std::vector<nlohmann::json> ref = test::read_metrics(dir.file("clean.jsonl"));
   CHECK(rows[1]["loss"] == ref[1]["loss"]);
+  REQUIRE(ref[1].contains("val_loss"));
+  CHECK(rows[1]["val_loss"] == ref[1]["val_loss"]);
+  CHECK(rows[2]["val_loss"] == ref[1]["val_loss"]);
+  CHECK(rows[3]["val_loss"] == ref[1]["val_loss"]);
+  CHECK(ref[2]["val_loss"] != ref[1]["val_loss"]);  // where a step is taken, the weights do change
 
   // Divergence: a learning rate of 1e38 overflows the weights after one step. Every later step is
   // bad; the third in a row stops the run, and the last good checkpoint is left as it was.
@@ -96,6 +104,10 @@ TEST_CASE("a save killed at any point leaves a loadable checkpoint") {
     Run resumed = run_train(base + " --steps 10 --load " + m + " --save " + dir.file("after.st"));
     CHECK_MESSAGE(resumed.status == 0, resumed.output);
     bool weights_replaced = std::string(fault) == "FLEXTP_FAULT_KILL_AFTER_WRITE=2";
+    // From the step of the weights on disk: the old ones (4), or the new ones (8) once in place.
+    CHECK_MESSAGE(resumed.output.find("resumed " + m + " at step " + (weights_replaced ? "8" : "4")) != std::string::npos,
+                  resumed.output);
+    CHECK(resumed.output.find("saved " + dir.file("after.st") + " (step 10)") != std::string::npos);
     CHECK((test::read_bytes(m) == before) == !weights_replaced);
     if (weights_replaced) {  // the new weights are in place: their state came from m.st.state.next
       std::filesystem::rename(m + ".state.next", m + ".state");
@@ -157,12 +169,16 @@ TEST_CASE("a rank killed or silenced mid-step ends the job with a clear message,
   CHECK(killed.status != 0);
   CHECK(killed.status != 124);  // ended by itself, not by the test's timeout
   CHECK(killed.output.find("rank 1") != std::string::npos);
+  CHECK(killed.output.find("step     1 |") != std::string::npos);  // it had started
+  CHECK(killed.output.find("step   101 |") == std::string::npos);  // and ended at step 3
   // A rank that stops answering but stays alive: the others give up after --rank-timeout.
   Run silent = run_command(mpirun(2) + args + " --fault-hang 1:3 --rank-timeout 2");
   INFO(silent.output);
   CHECK(silent.status != 0);
   CHECK(silent.status != 124);
-  CHECK(silent.output.find("no progress for 2 s in step 3: another rank has died or hangs") != std::string::npos);
+  CHECK(silent.output.find("train: error (rank 0): no progress for 2 s in step 3: another rank has died or hangs") !=
+        std::string::npos);
+  CHECK(silent.output.find("step   101 |") == std::string::npos);
 }
 
 TEST_CASE("saves, exports and samples slower than --rank-timeout do not end a 2-rank run") {
