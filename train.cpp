@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +24,7 @@
 #include "data/batches.h"
 #include "data/token_files.h"
 #include "nn/checkpoint.h"
+#include "nn/checkpoint_files.h"
 #include "nn/generate.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
@@ -29,6 +32,7 @@
 #include "parallel/balancer.h"
 #include "parallel/mpi_communicator.h"
 #include "parallel/nccl_communicator.h"
+#include "parallel/rank_agreement.h"
 #include "parallel/straggler.h"
 #include "parallel/unit_rows.h"
 
@@ -37,8 +41,9 @@ using namespace flextp;
 namespace {
 
 // Mean cross-entropy over the first `windows` non-overlapping windows of the stream, in order.
+// `after_batch` runs after each batch (the watchdog's beat: an evaluation may outlast a step).
 double evaluate(GPT& model, const std::vector<int32_t>& tokens, int64_t seq_len, int64_t windows,
-                int64_t batch) {
+                int64_t batch, const std::function<void()>& after_batch = [] {}) {
   NoGradGuard ng;
   model.set_training(false);
   double total = 0;
@@ -46,6 +51,7 @@ double evaluate(GPT& model, const std::vector<int32_t>& tokens, int64_t seq_len,
     int64_t count = std::min(batch, windows - first);
     Batch b = eval_batch(tokens, seq_len, first, count);
     total += model.loss(b.ids, b.targets).item() * static_cast<double>(count);
+    after_batch();
   }
   model.set_training(true);
   return total / static_cast<double>(windows);
@@ -112,37 +118,6 @@ void check_vocab(const std::vector<int32_t>& tokens, int64_t vocab, const std::s
                  vocab, " (set --vocab)");
 }
 
-// Periodic checkpoints sit beside the final one: runs/m.safetensors -> runs/m-step000500.safetensors.
-std::string periodic_path(const std::string& path, int64_t step) {
-  size_t slash = path.find_last_of('/'), dot = path.find_last_of('.');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) dot = path.size();
-  char tag[32];
-  std::snprintf(tag, sizeof tag, "-step%06lld", (long long)step);
-  return path.substr(0, dot) + tag + path.substr(dot);
-}
-
-// --keep-last: removes all but the newest `keep` periodic checkpoints of `path` (and their state).
-void remove_old_checkpoints(const std::string& path, int64_t keep) {
-  namespace fs = std::filesystem;
-  std::string probe = periodic_path(path, 0);  // .../m-step000000.safetensors
-  size_t tag = probe.find("-step000000");
-  std::string head = fs::path(probe.substr(0, tag)).filename().string(), tail = probe.substr(tag + 11);
-  fs::path dir = fs::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  std::vector<std::string> found;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string name = e.path().filename().string();
-    if (name.size() == head.size() + 11 + tail.size() && name.compare(0, head.size(), head) == 0 &&
-        name.compare(head.size(), 5, "-step") == 0 && name.compare(name.size() - tail.size(), tail.size(), tail) == 0 &&
-        name.find_first_not_of("0123456789", head.size() + 5) == head.size() + 11)
-      found.push_back(e.path().string());
-  }
-  std::sort(found.begin(), found.end());  // zero-padded steps sort in time order
-  for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i)
-    for (const std::string& f : {found[i], found[i] + ".state", found[i] + ".state.next"}) fs::remove(f, ec);
-}
-
 Partition initial_partition(const TrainOptions& o, const GPTConfig& c, int ranks) {
   std::vector<UnitGroup> groups = unit_groups(c);
   Partition p = o.tp_weights.empty() ? Partition::even(groups, ranks)
@@ -192,7 +167,46 @@ nlohmann::json rank_table(const Balancer& b) {
   return ranks;
 }
 
-int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device device) {
+// A resumed run keeps the seed it was started with: the batches and dropout masks of the steps
+// still to come depend on it. Another --seed given explicitly is refused.
+uint64_t resumed_seed(const TrainOptions& o, const CLI::App& app) {
+  std::optional<uint64_t> saved = read_checkpoint_seed(o.load);
+  if (!saved) return o.seed;  // no optimizer state: loading the checkpoint will say so
+  FLEXTP_CHECK(app.count("--seed") == 0 || o.seed == *saved, "--seed ", o.seed, " differs from the seed ", *saved,
+               " that ", o.load, " was trained with: a resumed run keeps its seed (its data order and dropout "
+               "depend on it); leave --seed out");
+  return *saved;
+}
+
+// What every rank must have read alike: compared across ranks before training.
+std::vector<Fingerprint> input_fingerprints(const TrainOptions& o, const CLI::App& app, const Tokenizer& tok,
+                                            const GPTConfig& c, const std::vector<int32_t>& train_tokens,
+                                            const std::vector<int32_t>& val_tokens, int64_t checkpoint_step) {
+  uint64_t vocabulary = fingerprint(tok.name());
+  for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+    std::string piece = tok.decode({id});
+    vocabulary = fingerprint(std::to_string(piece.size()) + ":" + piece, vocabulary);
+  }
+  // Every flag but those naming this rank's files and device (those may differ; the files'
+  // contents are compared), and the model as built (a checkpoint's config, the seed it keeps).
+  std::stringstream flags(app.config_to_str(true, false));
+  std::string settings = c.str() + ", seed " + std::to_string(o.seed) + "\n";
+  for (std::string line; std::getline(flags, line);) {
+    std::string key = line.substr(0, line.find('='));
+    if (key != "data" && key != "val-data" && key != "load" && key != "save" && key != "metrics" &&
+        key != "export-hf" && key != "tokenizer-dir" && key != "straggler-trace" && key != "device")
+      settings += line + "\n";
+  }
+  return {{"the training data", fingerprint(train_tokens.data(), train_tokens.size() * sizeof(int32_t))},
+          {"the validation data", fingerprint(val_tokens.data(), val_tokens.size() * sizeof(int32_t))},
+          {"the vocabulary", vocabulary},
+          {"the configuration (model and flags)", fingerprint(settings)},
+          {"the step of the loaded checkpoint", fingerprint(std::to_string(checkpoint_step))}};
+}
+
+int run(const TrainOptions& options, const CLI::App& app, Communicator& world, Device device) {
+  TrainOptions o = options;
+  if (!o.load.empty() && !o.eval_only) o.seed = resumed_seed(o, app);
   // Every collective of the run goes through the step clock: it measures compute and waiting,
   // and emulates a slower rank when asked to.
   StepClock comm(world, slowdown(o, world.size()));
@@ -233,9 +247,12 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device 
   else
     opt = std::make_unique<AdamW>(AdamWOptions{0.9, 0.999, 1e-8, o.weight_decay});
 
+  int64_t start = 0;
+  if (!o.load.empty()) start = load_checkpoint(o.load, model, o.eval_only ? nullptr : opt.get(), &comm).step;
+  // Before the first collective that depends on them.
+  check_ranks_agree(comm.untimed(), input_fingerprints(o, app, tok, c, train_tokens, val_tokens, start));
   if (o.eval_only) {
     FLEXTP_CHECK(!o.load.empty(), "--eval-only needs --load CHECKPOINT");
-    load_checkpoint(o.load, model, nullptr, &comm);
     // Evaluate on the whole of --data (no split): windows from the file's start.
     int64_t windows = eval_window_count(all, o, "--data");
     say("eval %s: %lld windows of %lld tokens from the start of %s: loss %.6f\n",
@@ -245,9 +262,8 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device 
     return 0;
   }
 
-  int64_t start = 0;
   if (!o.load.empty()) {
-    start = load_checkpoint(o.load, model, opt.get(), &comm).step;
+    say("resumed %s at step %lld with its seed %llu\n", o.load.c_str(), (long long)start, (unsigned long long)o.seed);
   }
   if (!o.fault_kill.empty()) check_fault_spec("--fault-kill", o.fault_kill, comm.size());
   if (!o.fault_hang.empty()) check_fault_spec("--fault-hang", o.fault_hang, comm.size());
@@ -279,13 +295,29 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device 
   bo.lambda = parse_lambda(o.lambda);
   bo.resize.seed = o.seed;
   Balancer balancer(comm.untimed(), partition, costs, comm_model, bo);
+  Watchdog watchdog(comm.size() > 1 ? o.rank_timeout : 0, comm.rank());
+  // Rank 0 writes files while the other ranks wait for it, for as long as the disk takes: the
+  // watchdog is off on every rank, and the ranks leave together so that none waits in the next
+  // step's collectives with its watchdog on. (A killed rank still ends the job through mpirun.)
+  auto unwatched = [&](const auto& work) {
+    watchdog.pause();
+    work();
+    comm.untimed().barrier();
+    watchdog.resume();
+  };
   TrainState state{start, o.seed, {{"tokenizer", tok.name()}}};
   auto save = [&](const std::string& path, int64_t step) {
     state.step = step;
-    save_checkpoint(path, model, opt.get(), state, &comm);
+    unwatched([&] {
+      try {
+        save_checkpoint(path, model, opt.get(), state, &comm);
+      } catch (const Error& e) {  // a full disk: files are replaced by rename, so the old ones stand
+        FLEXTP_FAIL("cannot save checkpoint ", path, " (step ", step, "): ", e.what(),
+                    "; the files of any earlier save are untouched");
+      }
+    });
     say("saved %s (step %lld)\n", path.c_str(), (long long)step);
   };
-  Watchdog watchdog(comm.size() > 1 ? o.rank_timeout : 0, comm.rank());
   Progress progress(lead, o.steps);
   int64_t bad_in_row = 0, bad_total = 0;
 
@@ -352,7 +384,7 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device 
       say("step %5lld | %s; moved in %.1f ms; units per rank now %s\n", (long long)step + 1,
           bal.plan.str().c_str(), bal.migrate_ms, balancer.partition().str().c_str());
     if (val_windows && ((o.eval_every && (step + 1) % o.eval_every == 0) || last)) {
-      double val = evaluate(model, val_tokens, o.seq_len, val_windows, o.batch);
+      double val = evaluate(model, val_tokens, o.seq_len, val_windows, o.batch, [&] { watchdog.beat(step + 1); });
       line["val_loss"] = val;
       progress.clear_line();
       say("step %5lld | val loss %.4f\n", (long long)step + 1, val);
@@ -360,7 +392,7 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device 
     if (metrics.is_open()) metrics << line.dump() << "\n" << std::flush;
     if (!o.save.empty() && o.save_every && (step + 1) % o.save_every == 0 && !last && good) {
       progress.clear_line();
-      save(periodic_path(o.save, step + 1), step + 1);
+      save(periodic_checkpoint_path(o.save, step + 1), step + 1);
       if (lead && o.keep_last > 0) remove_old_checkpoints(o.save, o.keep_last);
     }
     std::fflush(stdout);
@@ -369,13 +401,14 @@ int run(const TrainOptions& o, const CLI::App& app, Communicator& world, Device 
   watchdog.beat(o.steps + 1);
   if (!o.save.empty()) save(o.save, std::max(start, o.steps));
   if (!o.export_hf.empty()) {
-    export_hf(o.export_hf, model, &comm);
+    unwatched([&] { export_hf(o.export_hf, model, &comm); });
     say("exported %s/config.json and %s/model.safetensors (transformers: GPT2LMHeadModel.from_pretrained)\n",
         o.export_hf.c_str(), o.export_hf.c_str());
   }
   if (o.sample > 0) {
     std::vector<int32_t> prompt = tok.encode(o.prompt.empty() ? "\n" : o.prompt);
-    std::vector<int32_t> out = generate(model, prompt, {o.sample, o.temperature, o.top_k, o.seed});
+    std::vector<int32_t> out;
+    unwatched([&] { out = generate(model, prompt, {o.sample, o.temperature, o.top_k, o.seed}); });
     say("---- sample ----\n%s\n----------------\n", tok.decode(out).c_str());
   }
   return 0;

@@ -17,7 +17,7 @@ Watchdog::Watchdog(double timeout_s, int rank) : timeout_s_(timeout_s), rank_(ra
     while (!stop_) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       double idle_s = (bench::now_ms() - last_ms_) / 1000.0;
-      if (idle_s > timeout_s_) {
+      if (idle_s > timeout_s_ && !paused_) {
         // The peers are gone or stuck: a collective would wait forever. Nothing can be saved
         // safely from here; the last checkpoint stays as it was.
         std::fprintf(stderr,
@@ -39,6 +39,13 @@ Watchdog::~Watchdog() {
 void Watchdog::beat(int64_t step) {
   last_ms_ = bench::now_ms();
   step_ = step;
+}
+
+void Watchdog::pause() { paused_ = true; }
+
+void Watchdog::resume() {
+  last_ms_ = bench::now_ms();
+  paused_ = false;
 }
 
 namespace {

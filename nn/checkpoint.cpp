@@ -1,12 +1,15 @@
 #include "nn/checkpoint.h"
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include <set>
+#include <thread>
 
 #include "core/autograd.h"
 #include "core/safetensors.h"
@@ -94,6 +97,19 @@ int64_t meta_int(const SafetensorsFile& f, const std::string& path, const std::s
   FLEXTP_FAIL(path, ": metadata '", key, "' = '", it->second, "' is not an integer");
 }
 
+// Seeds are unsigned 64-bit: the upper half of their range does not fit meta_int.
+uint64_t meta_seed(const SafetensorsFile& f, const std::string& path) {
+  auto it = f.metadata.find("seed");
+  FLEXTP_CHECK(it != f.metadata.end(), path, ": metadata has no 'seed'");
+  try {
+    size_t used = 0;
+    uint64_t v = std::stoull(it->second, &used);
+    if (used == it->second.size() && it->second[0] != '-') return v;
+  } catch (const std::exception&) {
+  }
+  FLEXTP_FAIL(path, ": metadata 'seed' = '", it->second, "' is not an unsigned integer");
+}
+
 std::string state_path(const std::string& path) { return path + ".state"; }
 std::string next_state_path(const std::string& path) { return path + ".state.next"; }
 
@@ -116,6 +132,13 @@ void check_tensors(const SafetensorsFile& f, const std::string& path,
   for (const auto& [name, t] : f.tensors)
     FLEXTP_CHECK(expected.count(name), path, ": unexpected tensor '", name,
                  "' (not part of this model)");
+}
+
+// For the test of saves slower than train's --rank-timeout: FLEXTP_FAULT_SLOW_SAVE_MS=N makes
+// the writer wait N ms before it writes the weights (after the optimizer state), as a slow disk would.
+void slow_save_fault() {
+  if (const char* ms = std::getenv("FLEXTP_FAULT_SLOW_SAVE_MS"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
 }
 
 }  // namespace
@@ -168,6 +191,7 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
     write_safetensors(next_state_path(path), slots, smeta);
   }
   meta["format"] = "pt";  // what transformers asks of a safetensors file
+  slow_save_fault();
   write_safetensors(path, weights, meta);
   if (optimizer) rename_file(next_state_path(path), state_path(path));
 }
@@ -209,6 +233,17 @@ std::map<std::string, std::string> read_checkpoint_extra(const std::string& path
   for (const auto& [k, v] : read_safetensors(path).metadata)
     if (k.rfind("extra.", 0) == 0) extra[k.substr(6)] = v;
   return extra;
+}
+
+std::optional<uint64_t> read_checkpoint_seed(const std::string& path) {
+  SafetensorsFile f = read_safetensors(path);
+  int64_t step = f.metadata.count("step") ? meta_int(f, path, "step") : 0;
+  for (const std::string& sp : {state_path(path), next_state_path(path)}) {
+    if (!std::filesystem::exists(sp)) continue;
+    SafetensorsFile s = read_safetensors(sp);
+    if (meta_int(s, sp, "step") == step) return meta_seed(s, sp);
+  }
+  return std::nullopt;
 }
 
 GPTConfig read_checkpoint_config(const std::string& path) {
@@ -267,7 +302,7 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
     expect_stale_means(model, s, slots);
     check_tensors(s, sp, slots, c.dtype);
     optimizer->set_steps_taken(meta_int(s, sp, "optimizer_steps"));
-    state.seed = static_cast<uint64_t>(meta_int(s, sp, "seed"));
+    state.seed = meta_seed(s, sp);
     for (const auto& [k, v] : s.metadata)
       if (k.rfind("extra.", 0) == 0) state.extra[k.substr(6)] = v;
   }

@@ -10,6 +10,7 @@
 // file and a rename, then the state is renamed into place; both carry the step, and loading takes
 // the state of the weights' step (from PATH.state.next after an interrupted save) or refuses.
 #include <map>
+#include <optional>
 #include <string>
 
 #include "nn/gpt.h"
@@ -41,6 +42,10 @@ GPTConfig read_checkpoint_config(const std::string& path);
 
 // The free-form entries (TrainState::extra) a checkpoint was saved with.
 std::map<std::string, std::string> read_checkpoint_extra(const std::string& path);
+
+// The seed the run that saved `path` used, from the optimizer state of the weights' step (as
+// load_checkpoint picks it); none when there is no such state.
+std::optional<uint64_t> read_checkpoint_seed(const std::string& path);
 
 // Hugging Face layout <-> flextp layout for one logical tensor (c_attn and c_fc differ).
 Tensor to_hf_layout(const std::string& name, const Tensor& logical, const GPTConfig& c);

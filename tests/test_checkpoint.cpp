@@ -2,9 +2,13 @@
 // not fit the model.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <filesystem>
+
 #include "core/autograd.h"
 #include "core/safetensors.h"
 #include "nn/checkpoint.h"
+#include "nn/checkpoint_files.h"
 #include "tests/gradcheck.h"
 #include "tests/temp_dir.h"
 
@@ -86,6 +90,18 @@ TEST_CASE("save then load gives identical logits and optimizer state") {
   }
 }
 
+TEST_CASE("the seed of a checkpoint reads back over the whole unsigned range, from its state only") {
+  test::TempDir dir("ckseed");
+  GPT m(small());
+  AdamW opt({});
+  const uint64_t seed = 18446744073709551615ull;  // above INT64_MAX
+  save_checkpoint(dir.file("m.st"), m, &opt, {2, seed, {}});
+  CHECK(read_checkpoint_seed(dir.file("m.st")) == seed);
+  CHECK(load_checkpoint(dir.file("m.st"), m, &opt).seed == seed);
+  save_checkpoint(dir.file("w.st"), m, nullptr, {2, seed, {}});  // weights alone: no seed to tell
+  CHECK(!read_checkpoint_seed(dir.file("w.st")).has_value());
+}
+
 TEST_CASE("loading refuses checkpoints that do not fit the model") {
   test::TempDir dir("ckbad");
   GPT m(small());
@@ -129,4 +145,27 @@ TEST_CASE("loading refuses checkpoints that do not fit the model") {
                        doctest::Contains("inconsistent"), Error);
   SGD sgd({});
   CHECK_THROWS_WITH_AS(load_checkpoint(path, m, &sgd), doctest::Contains("holds adamw state"), Error);
+}
+
+TEST_CASE("--keep-last prunes periodic checkpoints by step, past step 999,999 too") {
+  test::TempDir dir("ckprune");
+  std::string path = dir.file("k.st");
+  CHECK(periodic_checkpoint_path(path, 7) == dir.file("k-step000007.st"));
+  CHECK(periodic_checkpoint_path(path, 1234567) == dir.file("k-step1234567.st"));
+  for (int64_t step : {2, 999999, 1000000, 10000000, 1000001}) {
+    dir.write(periodic_checkpoint_path(path, step).substr(dir.path.string().size() + 1), "w");
+    dir.write(periodic_checkpoint_path(path, step).substr(dir.path.string().size() + 1) + ".state", "s");
+  }
+  for (const char* other : {"k.st", "k-step12.st", "k-stepx00001.st", "j-step000003.st", "k-step000004.st.tmp.1"})
+    dir.write(other, "x");
+  CHECK(periodic_checkpoints(path) == std::vector<std::string>{dir.file("k-step000002.st"), dir.file("k-step999999.st"),
+                                                               dir.file("k-step1000000.st"), dir.file("k-step1000001.st"),
+                                                               dir.file("k-step10000000.st")});
+  remove_old_checkpoints(path, 2);
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"j-step000003.st", "k-step000004.st.tmp.1", "k-step10000000.st",
+                                         "k-step10000000.st.state", "k-step1000001.st", "k-step1000001.st.state",
+                                         "k-step12.st", "k-stepx00001.st", "k.st"});
 }

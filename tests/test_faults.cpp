@@ -8,6 +8,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
 
@@ -19,15 +24,35 @@ using test::run_train;
 
 namespace {
 bool exists(const std::string& path) { return std::filesystem::exists(path); }
+// Environment variables set before the command reach every rank.
 std::string mpirun(int ranks) {
   return "timeout 120 " + std::string(FLEXTP_MPIRUN) + " -np " + std::to_string(ranks) + " -x OMP_NUM_THREADS=1 " +
          FLEXTP_TRAIN_BINARY + " ";
+}
+
+// Runs `command` with no file larger than `bytes` (RLIMIT_FSIZE) and SIGXFSZ ignored, so that a
+// write beyond it fails with EFBIG, as on a full disk. Its output goes to `log` (small).
+Run run_with_file_limit(const std::string& command, rlim_t bytes, const std::string& log) {
+  std::string shell = command + " > " + log + " 2>&1";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    struct rlimit limit = {bytes, bytes};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    ::signal(SIGXFSZ, SIG_IGN);
+    ::execl("/bin/sh", "sh", "-c", shell.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, test::read_bytes(log)};
 }
 }  // namespace
 
 TEST_CASE("a non-finite loss skips the step with a warning; too many in a row stop the run") {
   test::TempDir dir("badsteps");
-  std::string base = std::string(kTiny) + " --data " + test::corpus(dir);
+  std::string tiny = kTiny;
+  tiny.replace(tiny.find("--eval-every 0"), 14, "--eval-every 1");  // the validation loss after every step
+  std::string base = tiny + " --data " + test::corpus(dir);
   Run r = run_train(base + " --steps 8 --fault-nan-steps 3,4 --metrics " + dir.file("m.jsonl"));
   REQUIRE_MESSAGE(r.status == 0, r.output);
   CHECK(r.output.find("step     4 | warning: non-finite loss: step skipped (2 in a row, 2 in all)") != std::string::npos);
@@ -37,11 +62,17 @@ TEST_CASE("a non-finite loss skips the step with a warning; too many in a row st
   CHECK(rows[2]["loss"].is_null());
   CHECK(!rows[4].contains("skipped"));
   CHECK(std::isfinite(rows[7]["loss"].get<double>()));
-  // A skipped step changes nothing: step 5 of this run sees the weights step 3 of a clean run saw.
+  // A skipped step changes nothing: after the skipped steps 3 and 4 the weights are those of a
+  // clean run after step 2, as the validation loss (of the weights alone) after each step shows.
   Run clean = run_train(base + " --steps 8 --metrics " + dir.file("clean.jsonl"));
   REQUIRE(clean.status == 0);
   std::vector<nlohmann::json> ref = test::read_metrics(dir.file("clean.jsonl"));
   CHECK(rows[1]["loss"] == ref[1]["loss"]);
+  REQUIRE(ref[1].contains("val_loss"));
+  CHECK(rows[1]["val_loss"] == ref[1]["val_loss"]);
+  CHECK(rows[2]["val_loss"] == ref[1]["val_loss"]);
+  CHECK(rows[3]["val_loss"] == ref[1]["val_loss"]);
+  CHECK(ref[2]["val_loss"] != ref[1]["val_loss"]);  // where a step is taken, the weights do change
 
   // Divergence: a learning rate of 1e38 overflows the weights after one step. Every later step is
   // bad; the third in a row stops the run, and the last good checkpoint is left as it was.
@@ -73,6 +104,10 @@ TEST_CASE("a save killed at any point leaves a loadable checkpoint") {
     Run resumed = run_train(base + " --steps 10 --load " + m + " --save " + dir.file("after.st"));
     CHECK_MESSAGE(resumed.status == 0, resumed.output);
     bool weights_replaced = std::string(fault) == "FLEXTP_FAULT_KILL_AFTER_WRITE=2";
+    // From the step of the weights on disk: the old ones (4), or the new ones (8) once in place.
+    CHECK_MESSAGE(resumed.output.find("resumed " + m + " at step " + (weights_replaced ? "8" : "4")) != std::string::npos,
+                  resumed.output);
+    CHECK(resumed.output.find("saved " + dir.file("after.st") + " (step 10)") != std::string::npos);
     CHECK((test::read_bytes(m) == before) == !weights_replaced);
     if (weights_replaced) {  // the new weights are in place: their state came from m.st.state.next
       std::filesystem::rename(m + ".state.next", m + ".state");
@@ -88,6 +123,30 @@ TEST_CASE("a save killed at any point leaves a loadable checkpoint") {
   CHECK(killed.status == 137);
   CHECK(!exists(dir.file("p-step000004.st")));
   CHECK(run_train(base + " --steps 6 --load " + dir.file("p-step000002.st")).status == 0);
+}
+
+TEST_CASE("a disk that fills up in the middle of a save: a clear error, the previous checkpoint intact") {
+  test::TempDir dir("diskfull");
+  std::string base = std::string(kTiny) + " --data " + test::corpus(dir);
+  std::string m = dir.file("m.st");
+  REQUIRE(run_train(base + " --steps 2 --save " + m).status == 0);
+  const std::string weights = test::read_bytes(m), state = test::read_bytes(m + ".state");
+  // Resumed to step 4 and saved over m.st on a disk with room for half the optimizer state.
+  Run full = run_with_file_limit(std::string(FLEXTP_TRAIN_BINARY) + " " + base + " --steps 4 --load " + m + " --save " + m,
+                                 state.size() / 2, dir.file("log.txt"));
+  INFO(full.output);
+  CHECK(full.status == 1);
+  CHECK(full.output.find("train: error: cannot save checkpoint " + m + " (step 4): cannot write ") != std::string::npos);
+  CHECK(full.output.find("File too large (disk full?)") != std::string::npos);
+  CHECK(test::read_bytes(m) == weights);
+  CHECK(test::read_bytes(m + ".state") == state);
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"corpus.txt", "log.txt", "m.st", "m.st.state"});  // no partial files
+  Run resumed = run_train(base + " --steps 3 --load " + m);
+  CHECK_MESSAGE(resumed.status == 0, resumed.output);
+  CHECK(resumed.output.find("at step 2") != std::string::npos);
 }
 
 TEST_CASE("--keep-last keeps the newest periodic checkpoints") {
@@ -110,12 +169,90 @@ TEST_CASE("a rank killed or silenced mid-step ends the job with a clear message,
   CHECK(killed.status != 0);
   CHECK(killed.status != 124);  // ended by itself, not by the test's timeout
   CHECK(killed.output.find("rank 1") != std::string::npos);
+  CHECK(killed.output.find("step     1 |") != std::string::npos);  // it had started
+  CHECK(killed.output.find("step   101 |") == std::string::npos);  // and ended at step 3
   // A rank that stops answering but stays alive: the others give up after --rank-timeout.
   Run silent = run_command(mpirun(2) + args + " --fault-hang 1:3 --rank-timeout 2");
   INFO(silent.output);
   CHECK(silent.status != 0);
   CHECK(silent.status != 124);
-  CHECK(silent.output.find("no progress for 2 s in step 3: another rank has died or hangs") != std::string::npos);
+  CHECK(silent.output.find("train: error (rank 0): no progress for 2 s in step 3: another rank has died or hangs") !=
+        std::string::npos);
+  CHECK(silent.output.find("step   101 |") == std::string::npos);
+}
+
+TEST_CASE("saves, exports and samples slower than --rank-timeout do not end a 2-rank run") {
+  test::TempDir dir("slowsave");
+  std::string m = dir.file("m.st");
+  // Every save (the periodic one at step 2, the final one, the export) waits 3 s before writing
+  // its weights: longer than --rank-timeout 2 on rank 0, which writes, and on rank 1, which waits.
+  Run r = run_command("FLEXTP_FAULT_SLOW_SAVE_MS=3000 " + mpirun(2) + kTiny + " --data " + test::corpus(dir) +
+                      " --steps 4 --save-every 2 --save " + m + " --export-hf " + dir.file("hf") +
+                      " --sample 4 --rank-timeout 2");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("no progress") == std::string::npos);
+  CHECK(r.output.find("saved " + dir.file("m-step000002.st") + " (step 2)") != std::string::npos);
+  CHECK(r.output.find("saved " + m + " (step 4)") != std::string::npos);
+  CHECK(r.output.find("---- sample ----") != std::string::npos);
+  // The final checkpoint is whole: its weights and state are of step 4, and training resumes from it.
+  CHECK(!exists(m + ".state.next"));
+  Run resumed = run_train(std::string(kTiny) + " --data " + test::corpus(dir) + " --steps 5 --load " + m);
+  CHECK_MESSAGE(resumed.status == 0, resumed.output);
+  CHECK(resumed.output.find("at step 4") != std::string::npos);
+  CHECK(exists(dir.file("hf/model.safetensors")));
+  CHECK(exists(dir.file("hf/config.json")));
+}
+
+TEST_CASE("ranks that read different data, settings or checkpoints stop before step 1, naming the difference") {
+  test::TempDir dir("ranksdiffer");
+  std::string base = std::string(kTiny) + " --steps 3 --data ";
+  std::string data = test::corpus(dir);
+  // Rank 0 and rank 1 started with their own arguments (as node-local paths would give them).
+  auto two_ranks = [&](const std::string& rank0, const std::string& rank1) {
+    return run_command("timeout 120 " + std::string(FLEXTP_MPIRUN) + " -x OMP_NUM_THREADS=1 -np 1 " + FLEXTP_TRAIN_BINARY +
+                       " " + rank0 + " : -np 1 " + FLEXTP_TRAIN_BINARY + " " + rank1);
+  };
+  auto stops_with = [&](const Run& r, const std::string& message) {
+    INFO(r.output);
+    CHECK(r.status != 0);
+    CHECK(r.status != 124);  // not the timeout: no hang
+    CHECK(r.output.find("the ranks did not read the same inputs: " + message +
+                        ". Every rank must see the same files") != std::string::npos);
+    CHECK(r.output.find("step     1") == std::string::npos);
+  };
+  // The same files under two names agree.
+  std::filesystem::copy_file(data, dir.file("copy.txt"));
+  Run same = two_ranks(base + data, base + dir.file("copy.txt"));
+  CHECK_MESSAGE(same.status == 0, same.output);
+  std::string other = dir.write("other.txt", test::read_bytes(data).substr(0, 4000) + "a different ending");
+  stops_with(two_ranks(base + data, base + other),
+             "the training data differs between rank 0 and rank 1; the validation data differs between rank 0 and rank 1");
+  stops_with(two_ranks(base + data, base + data + " --dropout 0.1"),
+             "the configuration (model and flags) differs between rank 0 and rank 1");
+  REQUIRE(run_train(base + data + " --save-every 1 --save " + dir.file("m.st")).status == 0);
+  // GPT-2's vocabulary, its last two merges swapped in rank 1's copy (a valid vocabulary whose
+  // ids 50254 and 50255 trade places; the corpus uses neither).
+  const std::string gpt2 = FLEXTP_SOURCE_DIR "/../shared/gpt2";
+  if (exists(gpt2 + "/encoder.json")) {
+    std::filesystem::create_directory(dir.file("gpt2"));
+    std::string merges = test::read_bytes(gpt2 + "/vocab.bpe");
+    const std::string last_two = "\u0120inform ants\n\u0120g azed";
+    REQUIRE(merges.rfind(last_two) != std::string::npos);
+    merges.replace(merges.rfind(last_two), last_two.size(), "\u0120g azed\n\u0120inform ants");
+    dir.write("gpt2/vocab.bpe", merges);
+    nlohmann::json encoder = nlohmann::json::parse(test::read_bytes(gpt2 + "/encoder.json"));
+    REQUIRE(encoder.at("\u0120informants") == 50254);
+    encoder["\u0120informants"] = 50255, encoder["\u0120gazed"] = 50254;
+    dir.write("gpt2/encoder.json", encoder.dump());
+    std::string tokens = " --tokenizer gpt2 --tokenizer-dir ";
+    stops_with(two_ranks(base + data + tokens + gpt2, base + data + tokens + dir.file("gpt2")),
+               "the vocabulary differs between rank 0 and rank 1");
+  } else {
+    MESSAGE("no GPT-2 files in ", gpt2, ": the case of a differing vocabulary is skipped");
+  }
+  stops_with(two_ranks(base + data + " --load " + dir.file("m-step000001.st"), base + data + " --load " + dir.file("m-step000002.st")),
+             "the step of the loaded checkpoint differs between rank 0 and rank 1");
 }
 
 TEST_CASE("a run resumed on another tensor-parallel size and partition continues the same loss curve") {

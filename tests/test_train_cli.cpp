@@ -33,6 +33,30 @@ TEST_CASE("10 steps equal 5 steps + save + load + 5 steps, bitwise") {
   CHECK(test::read_bytes(dir.file("resumed.st.state")) == test::read_bytes(dir.file("full.st.state")));
 }
 
+TEST_CASE("a resumed run keeps the seed of its checkpoint; another --seed is refused") {
+  test::TempDir dir("seed");
+  std::string base = std::string(kTiny) + " --data " + corpus(dir) + " --dropout 0.1 --steps 6 --metrics ";
+  REQUIRE(run_train(base + dir.file("full.jsonl") + " --seed 7 --save-every 3 --save " + dir.file("m.st")).status == 0);
+  // Without --seed the checkpoint's seed goes on: the same batches and dropout masks, bitwise.
+  Run resumed = run_train(base + dir.file("resumed.jsonl") + " --load " + dir.file("m-step000003.st"));
+  REQUIRE_MESSAGE(resumed.status == 0, resumed.output);
+  const std::string said = "resumed " + dir.file("m-step000003.st") + " at step 3 with its seed 7\n";
+  CHECK(resumed.output.find(said) != std::string::npos);
+  CHECK(resumed.output.find(said) == resumed.output.rfind(said));  // said once
+  std::vector<nlohmann::json> full = test::read_metrics(dir.file("full.jsonl"));
+  std::vector<nlohmann::json> rest = test::read_metrics(dir.file("resumed.jsonl"));
+  REQUIRE(full.size() == 6);
+  REQUIRE(rest.size() == 3);
+  for (size_t i = 0; i < 3; ++i) CHECK(rest[i]["loss"] == full[3 + i]["loss"]);
+  // The same seed given again is fine; another one is an error, before any step.
+  CHECK(run_train(base + dir.file("same.jsonl") + " --seed 7 --load " + dir.file("m-step000003.st")).status == 0);
+  Run other = run_train(base + dir.file("other.jsonl") + " --seed 8 --load " + dir.file("m-step000003.st"));
+  CHECK(other.status == 1);
+  CHECK_MESSAGE(other.output.find("train: error: --seed 8 differs from the seed 7 that " + dir.file("m-step000003.st") +
+                                  " was trained with") != std::string::npos, other.output);
+  CHECK(!std::filesystem::exists(dir.file("other.jsonl")));
+}
+
 TEST_CASE("--eval-only prints the loss of a checkpoint on a file, windows in order") {
   test::TempDir dir("eval");
   std::string data = corpus(dir);
