@@ -50,9 +50,20 @@ TEST_CASE("bad flags, files and configurations end with a clear message and stat
   auto fails_with = [&](const std::string& args, const std::string& message) {
     Run r = run_train(args);
     INFO(args, "\n", r.output);
-    CHECK(r.status != 0);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("train: error: ") != std::string::npos);
     CHECK(r.output.find(message) != std::string::npos);
   };
+  // Flags CLI11 refuses read like every other error: its message after "train: error: ".
+  fails_with("--optimizer adam", "train: error: --optimizer: adam not in {adamw,sgd}");
+  fails_with("--no-such-flag", "train: error: The following argument was not expected: --no-such-flag");
+  fails_with("--steps", "train: error: --steps: 1 required");
+  fails_with("--steps x", "train: error: --steps: Value x not in range");
+  Run help = run_train("--help");
+  CHECK(help.status == 0);
+  CHECK(help.output.find("Usage: ") != std::string::npos);
+  CHECK(help.output.find("--tp-weights") != std::string::npos);
+  CHECK(help.output.find("error") == std::string::npos);
   fails_with("--steps -3", "--steps");
   fails_with("--batch 0", "--batch");
   fails_with("--no-such-flag", "no-such-flag");
