@@ -426,9 +426,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    if (mpi && code != 0) MpiRuntime::abort_all(code);
-    return code;
+    // --help ends here too (status 0); a refused flag reads like every other error, status 1.
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::fprintf(stderr, "train: error: %s\nRun with --help for more information.\n", e.what());
+    if (mpi) MpiRuntime::abort_all(1);
+    return 1;
   }
   std::unique_ptr<Communicator> comm;
   try {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 namespace flextp {
@@ -140,6 +141,14 @@ SafetensorsFile read_safetensors(const std::string& path) {
   FLEXTP_CHECK(header.is_object(), path, ": header is not a JSON object");
   uint64_t data_start = 8 + header_len, data_size = file_size - data_start;
 
+  // Every entry is checked, and the ranges against each other, before any tensor is allocated.
+  struct Entry {
+    std::string name;
+    DType dtype;
+    Shape shape;
+    uint64_t begin, end;
+  };
+  std::vector<Entry> entries;
   SafetensorsFile out;
   for (auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
@@ -176,11 +185,31 @@ SafetensorsFile read_safetensors(const std::string& path) {
     FLEXTP_CHECK(end - begin == count * dtype_size(dtype), path, ": tensor '", name, "' has ",
                  end - begin, " bytes but its shape ", shape_str(shape), " and dtype need ",
                  count * dtype_size(dtype));
-    Tensor t = Tensor::empty(shape, dtype);
-    in.seekg(static_cast<std::streamoff>(data_start + begin));
-    in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(end - begin));
-    FLEXTP_CHECK(in, path, ": could not read the data of tensor '", name, "'");
-    out.tensors[name] = t;
+    entries.push_back({name, dtype, shape, begin, end});
+  }
+  // The ranges tile the data exactly, as the format requires: aliased or overlapping ranges
+  // would let a small file claim many times its size, and bytes of no tensor mean damage.
+  std::vector<const Entry*> by_offset;
+  for (const Entry& e : entries)
+    if (e.end > e.begin) by_offset.push_back(&e);  // empty tensors own no bytes, wherever they are
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const Entry* a, const Entry* b) { return std::tie(a->begin, a->end) < std::tie(b->begin, b->end); });
+  uint64_t covered = 0;
+  const Entry* previous = nullptr;
+  for (const Entry* e : by_offset) {
+    FLEXTP_CHECK(e->begin >= covered, path, ": tensor '", e->name, "' byte range [", e->begin, ", ", e->end,
+                 ") overlaps tensor '", previous->name, "' [", previous->begin, ", ", previous->end, ")");
+    FLEXTP_CHECK(e->begin == covered, path, ": data bytes [", covered, ", ", e->begin, ") belong to no tensor");
+    covered = e->end;
+    previous = e;
+  }
+  FLEXTP_CHECK(covered == data_size, path, ": data bytes [", covered, ", ", data_size, ") belong to no tensor");
+  for (const Entry& e : entries) {
+    Tensor t = Tensor::empty(e.shape, e.dtype);
+    in.seekg(static_cast<std::streamoff>(data_start + e.begin));
+    in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(e.end - e.begin));
+    FLEXTP_CHECK(in, path, ": could not read the data of tensor '", e.name, "'");
+    out.tensors[e.name] = t;
   }
   return out;
 }

@@ -1,5 +1,11 @@
 // Fuzzes the parsers of user specs: --straggler, --contend, --tp-weights, --tp-assign and
-// --straggler-trace files.
+// --straggler-trace files; and the proportional split, of parsed weights and of any doubles (the
+// balancer hands it measured speeds), which must own every unit exactly once or refuse.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
 #include "core/error.h"
 #include "fuzz/fuzz_file.h"
 #include "nn/units.h"
@@ -16,11 +22,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   };
   guard([&] { (void)flextp::parse_straggler(spec); });
   guard([&] { (void)flextp::parse_contend(spec); });
-  guard([&] { (void)flextp::parse_tp_weights(spec, 4); });
+  flextp::GPTConfig c;
+  c.n_layer = 2, c.n_head = 4, c.n_embd = 32, c.vocab_size = 100, c.n_positions = 16, c.mlp_unit = 32, c.vocab_unit = 16;
+  const std::vector<flextp::UnitGroup> groups = flextp::unit_groups(c);
+  auto split_in_proportion = [&](const std::vector<double>& weights) {
+    flextp::Partition p = flextp::Partition::proportional(groups, weights);
+    for (const flextp::UnitGroup& g : groups) {
+      const std::vector<int>& owners = p.owners(g.name);
+      if (static_cast<int64_t>(owners.size()) != g.units) std::abort();
+      for (int o : owners)
+        if (o < 0 || o >= static_cast<int>(weights.size())) std::abort();
+    }
+  };
+  guard([&] { split_in_proportion(flextp::parse_tp_weights(spec, 4)); });
   guard([&] {
-    flextp::GPTConfig c;
-    c.n_layer = 2, c.n_head = 4, c.n_embd = 32, c.vocab_size = 100, c.n_positions = 16, c.mlp_unit = 32, c.vocab_unit = 16;
-    std::vector<flextp::UnitGroup> groups = flextp::unit_groups(c);
+    std::vector<double> raw(std::min<size_t>(size / sizeof(double), 8));
+    if (raw.empty()) return;
+    std::memcpy(raw.data(), data, raw.size() * sizeof(double));
+    split_in_proportion(raw);
+  });
+  // Raw doubles rarely land at the ends of the range, where sums and shares overflow or vanish:
+  // one byte per weight picks a mantissa and an exponent from both ends and the middle.
+  guard([&] {
+    static const int exponents[16] = {-1074, -1073, -1022, -500, -30, -1, 0, 1, 2, 30, 500, 1000, 1020, 1021, 1022, 1023};
+    std::vector<double> w;
+    for (size_t i = 0; i < std::min<size_t>(size, 8); ++i)
+      w.push_back(std::ldexp(1.0 + (data[i] & 15) / 16.0, exponents[data[i] >> 4]));
+    if (!w.empty()) split_in_proportion(w);
+  });
+  guard([&] {
     flextp::Partition p = flextp::Partition::even(groups, 3);
     flextp::apply_tp_assignment(p, groups, spec);
   });

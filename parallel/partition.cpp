@@ -35,11 +35,15 @@ int64_t parse_int(const std::string& s, const std::string& spec) {
 
 Partition Partition::proportional(const std::vector<UnitGroup>& groups, const std::vector<double>& w) {
   FLEXTP_CHECK(!w.empty(), "a partition needs at least one rank");
-  double total = 0;
+  double largest = 0;
   for (double x : w) {
     FLEXTP_CHECK(std::isfinite(x) && x > 0, "tensor-parallel weights must be positive, got ", x);
-    total += x;
+    largest = std::max(largest, x);
   }
+  // Scaled to the largest weight, the weights lie in (0, 1] and their sum in (0, ranks]: no sum
+  // or share overflows, whatever finite positive weights the balancer or a user gives.
+  double total = 0;
+  for (double x : w) total += x / largest;
   Partition p;
   p.ranks_ = static_cast<int>(w.size());
   for (const UnitGroup& g : groups) {
@@ -49,11 +53,14 @@ Partition Partition::proportional(const std::vector<UnitGroup>& groups, const st
     std::vector<std::pair<double, int>> rest;
     int64_t given = 0;
     for (size_t r = 0; r < w.size(); ++r) {
-      double share = g.units * w[r] / total;
+      double share = g.units * (w[r] / largest) / total;
       count[r] = static_cast<int64_t>(std::floor(share));
       given += count[r];
       rest.push_back({share - count[r], static_cast<int>(r)});
     }
+    // The floors lose less than one unit per rank; rounding must not have made that more.
+    FLEXTP_CHECK(given <= g.units && g.units - given <= static_cast<int64_t>(w.size()), "unit group '", g.name,
+                 "': ", g.units, " units split as ", given, " whole shares among ", w.size(), " ranks");
     std::stable_sort(rest.begin(), rest.end(), [](auto a, auto b) { return a.first > b.first; });
     for (int64_t i = 0; i < g.units - given; ++i) ++count[rest[i].second];
     std::vector<int> owners;
@@ -112,9 +119,15 @@ std::vector<double> parse_tp_weights(const std::string& spec, int ranks) {
   }
   FLEXTP_CHECK(static_cast<int>(w.size()) == ranks, "--tp-weights '", spec, "' has ", w.size(),
                " weights for ", ranks, " ranks");
-  for (double x : w)
-    FLEXTP_CHECK(std::isfinite(x) && x > 0, "--tp-weights '", spec, "': weight ", x,
-                 " must be positive");
+  for (double x : w) {
+    FLEXTP_CHECK(std::isfinite(x), "--tp-weights '", spec, "': weight ", x, " is not a finite number");
+    FLEXTP_CHECK(x > 0, "--tp-weights '", spec, "': weight ", x, " must be positive");
+  }
+  // Weights are relative speeds; a ratio past this is a typo, not a machine.
+  constexpr double kMaxRatio = 1e6;
+  auto [lightest, heaviest] = std::minmax_element(w.begin(), w.end());
+  FLEXTP_CHECK(*heaviest <= kMaxRatio * *lightest, "--tp-weights '", spec, "': weight ", *heaviest,
+               " is more than ", kMaxRatio, " times weight ", *lightest, " (weights are relative speeds)");
   return w;
 }
 

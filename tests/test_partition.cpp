@@ -1,6 +1,8 @@
 // Partitions: proportional splits, explicit assignments, and every malformed spec named clearly.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "core/error.h"
 #include "nn/units.h"
 #include "parallel/partition.h"
@@ -29,6 +31,21 @@ TEST_CASE("proportional partitions: largest remainders, contiguous, deterministi
   Partition z = Partition::proportional(groups(), {1, 100});
   CHECK(z.units_of("h.0.head", 0).empty());  // a rank may own nothing
   CHECK(z.str().find("h.0.head 0:4") != std::string::npos);
+}
+
+TEST_CASE("proportional partitions of extreme finite weights: every unit owned once, by the heavy ranks") {
+  const double huge = std::numeric_limits<double>::max(), tiny = std::numeric_limits<double>::denorm_min();
+  const Partition even = Partition::even(groups(), 2);
+  CHECK(Partition::proportional(groups(), {1e308, 1e308}) == even);  // their sum overflows
+  CHECK(Partition::proportional(groups(), {huge, huge}) == even);
+  CHECK(Partition::proportional(groups(), {tiny, tiny}) == even);
+  Partition p = Partition::proportional(groups(), {1e308, 1});  // a share times units overflows
+  Partition q = Partition::proportional(groups(), {1, tiny});
+  for (const Partition& r : {p, q})
+    for (const UnitGroup& g : groups()) {
+      INFO(g.name);
+      CHECK(r.owners(g.name) == std::vector<int>(static_cast<size_t>(g.units), 0));
+    }
 }
 
 TEST_CASE("explicit assignments per kind and per layer") {
@@ -61,6 +78,14 @@ TEST_CASE("malformed partitions give clear errors") {
   CHECK_THROWS_WITH_AS(parse_tp_weights("3,0", 2), doctest::Contains("weight 0 must be positive"), Error);
   CHECK_THROWS_WITH_AS(parse_tp_weights("3,-1", 2), doctest::Contains("must be positive"), Error);
   CHECK_THROWS_WITH_AS(parse_tp_weights("3,x", 2), doctest::Contains("'x' is not a number"), Error);
+  CHECK_THROWS_WITH_AS(parse_tp_weights("1,inf", 2), doctest::Contains("weight inf is not a finite number"), Error);
+  CHECK_THROWS_WITH_AS(parse_tp_weights("nan,1", 2), doctest::Contains("weight nan is not a finite number"), Error);
+  CHECK_THROWS_WITH_AS(parse_tp_weights("1e999,1", 2), doctest::Contains("'1e999' is not a number"), Error);
+  CHECK_THROWS_WITH_AS(parse_tp_weights("1e308,1", 2),
+                       doctest::Contains("weight 1e+308 is more than 1e+06 times weight 1"), Error);
+  CHECK_THROWS_WITH_AS(parse_tp_weights("1,2e-7", 2),
+                       doctest::Contains("weight 1 is more than 1e+06 times weight 2e-07"), Error);
+  CHECK(parse_tp_weights("1e6,1", 2) == std::vector<double>{1e6, 1});  // the widest ratio allowed
   CHECK_THROWS_WITH_AS(p.owners("h.9.head"), doctest::Contains("no unit group 'h.9.head'"), Error);
   CHECK_THROWS_WITH_AS(p.set_owners("vocab", {0, 2, 0, 0}), doctest::Contains("owner 2 is not a rank"), Error);
 }

@@ -67,6 +67,34 @@ TEST_CASE("damaged safetensors files give clear errors") {
                        doctest::Contains("needs dtype, shape and two data_offsets"), Error);
 }
 
+TEST_CASE("tensors' byte ranges must tile the data exactly: no alias, overlap, gap or tail") {
+  test::TempDir dir("sttile");
+  auto err = [&](const std::string& json, const std::string& data) {
+    return read_safetensors(dir.write("bad", with_header(json, data)));
+  };
+  // Aliases would let a small file make the reader allocate many times its size.
+  CHECK_THROWS_WITH_AS(err(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                           R"("b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", "12345678"),
+                       doctest::Contains("tensor 'b' byte range [0, 8) overlaps tensor 'a' [0, 8)"), Error);
+  CHECK_THROWS_WITH_AS(err(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                           R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", "123456789012"),
+                       doctest::Contains("tensor 'b' byte range [4, 12) overlaps tensor 'a' [0, 8)"), Error);
+  CHECK_THROWS_WITH_AS(err(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                           R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", "123456789012"),
+                       doctest::Contains("data bytes [4, 8) belong to no tensor"), Error);
+  CHECK_THROWS_WITH_AS(err(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "12345678"),
+                       doctest::Contains("data bytes [4, 8) belong to no tensor"), Error);
+  CHECK_THROWS_WITH_AS(err(R"({"__metadata__":{"step":"1"}})", "1234"),
+                       doctest::Contains("data bytes [0, 4) belong to no tensor"), Error);
+  // Tiled in any header order, with empty tensors anywhere: read.
+  SafetensorsFile f = read_safetensors(dir.write("ok", with_header(
+      R"({"b":{"dtype":"I32","shape":[1],"data_offsets":[4,8]},"e":{"dtype":"F32","shape":[0],"data_offsets":[2,2]},)"
+      R"("a":{"dtype":"I32","shape":[1],"data_offsets":[0,4]}})", std::string("\x01\0\0\0\x02\0\0\0", 8))));
+  CHECK(f.tensors.at("a").to_vector<int32_t>() == std::vector<int32_t>{1});
+  CHECK(f.tensors.at("b").to_vector<int32_t>() == std::vector<int32_t>{2});
+  CHECK(f.tensors.at("e").numel() == 0);
+}
+
 TEST_CASE("writing is atomic: a failed write leaves the old file") {
   test::TempDir dir("statomic");
   std::string path = dir.file("m.safetensors");

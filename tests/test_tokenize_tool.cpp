@@ -1,5 +1,5 @@
 // flextp-tokenize: text -> train/val shards that hold exactly the tokenizer's ids, which train
-// then reads; bad flags and files are named.
+// then reads; old shards are never mixed with new ones; bad flags and files are named.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -45,6 +45,34 @@ TEST_CASE("flextp-tokenize writes shards with the tokenizer's ids, split like tr
     want.insert(want.end(), second.begin(), second.end());
     CHECK(read_shards(dir.file("gpt2") + "/train_*.bin") == want);
   }
+}
+
+TEST_CASE("flextp-tokenize refuses an --out holding shards, which train_*.bin would read too; --force replaces them") {
+  test::TempDir dir("tokenize-again");
+  std::string out = dir.file("out");
+  std::filesystem::create_directories(out);
+  std::string other = dir.write("out/notes.txt", "mine");
+  std::string first = dir.write("first.txt", std::string(3000, 'a')), second = dir.write("second.txt", std::string(500, 'b'));
+  REQUIRE(tokenize("--input " + first + " --out " + out + " --val-fraction 0.5 --shard-tokens 1000").status == 0);
+  REQUIRE(std::filesystem::exists(out + "/train_000001.bin"));
+  const std::vector<int32_t> old_train = read_shards(out + "/train_*.bin");
+
+  test::Run again = tokenize("--input " + second + " --out " + out + " --val-fraction 0.5");
+  INFO(again.output);
+  CHECK(again.status == 1);
+  CHECK(again.output.find("flextp-tokenize: error: --out " + out + " already holds shards (train_000000.bin") !=
+        std::string::npos);
+  CHECK(again.output.find("--force") != std::string::npos);
+  CHECK(read_shards(out + "/train_*.bin") == old_train);  // untouched
+
+  test::Run forced = tokenize("--input " + second + " --out " + out + " --val-fraction 0.5 --force");
+  INFO(forced.output);
+  REQUIRE(forced.status == 0);
+  CHECK(forced.output.find("removed 4 old shards") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(out + "/train_000001.bin"));
+  CHECK(read_shards(out + "/train_*.bin") == std::vector<int32_t>(250, 'b'));
+  CHECK(read_shards(out + "/val_*.bin") == std::vector<int32_t>(250, 'b'));
+  CHECK(test::read_bytes(other) == "mine");  // files that are not shards stay
 }
 
 TEST_CASE("flextp-tokenize names bad flags and files") {

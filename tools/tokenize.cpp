@@ -4,6 +4,7 @@
 //   train --tokenizer gpt2 --tokenizer-dir ../shared/gpt2 --data 'data/train_*.bin' --val-data 'data/val_*.bin'
 // The validation share is the end of the token stream, as `train --data TEXT` would hold it out.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -14,6 +15,24 @@
 #include "data/token_files.h"
 
 using namespace flextp;
+
+namespace {
+
+// The files of dir that `train --data 'DIR/train_*.bin'` (or val_*.bin) would read, by name.
+std::vector<std::string> shards_in(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    bool shard_name = (name.rfind("train_", 0) == 0 || name.rfind("val_", 0) == 0) && name.size() > 4 &&
+                      name.compare(name.size() - 4, 4, ".bin") == 0;
+    if (shard_name && entry.is_regular_file()) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"flextp-tokenize: text -> llm.c token shards (train_NNNNNN.bin, val_NNNNNN.bin)"};
@@ -28,8 +47,17 @@ int main(int argc, char** argv) {
   app.add_option("--val-fraction", val_fraction, "share of the tokens (the end) written as val shards")
       ->check(CLI::Range(0.0, 0.9));
   app.add_option("--shard-tokens", shard_tokens, "tokens per shard file")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  bool force = false;
+  app.add_flag("--force", force, "replace the shards --out already holds (they are removed first)");
   CLI11_PARSE(app, argc, argv);
   try {
+    // Old shards beside new ones would be read with them by train_*.bin: refused before the
+    // (possibly long) tokenising, removed only once the new tokens are ready.
+    const std::vector<std::string> old_shards = shards_in(out);
+    FLEXTP_CHECK(old_shards.empty() || force, "--out ", out, " already holds shards (", old_shards.front(),
+                 old_shards.size() > 1 ? " and " + std::to_string(old_shards.size() - 1) + " more" : std::string(),
+                 "), which train_*.bin and val_*.bin would read beside the new ones: remove them, or pass --force "
+                 "to replace them");
     std::unique_ptr<Tokenizer> tok = make_tokenizer(kind, dir);
     FLEXTP_CHECK(tok->vocab_size() <= 65536, "shards hold 16-bit ids; the vocabulary of ", tok->vocab_size(), " does not fit");
     // Documents are separated by GPT-2's end-of-text token (as llm.c's shards are), when it has one.
@@ -51,6 +79,11 @@ int main(int argc, char** argv) {
     std::error_code ec;
     std::filesystem::create_directories(out, ec);
     FLEXTP_CHECK(std::filesystem::is_directory(out), "cannot create --out directory ", out, ": ", ec.message());
+    for (const std::string& name : old_shards) {
+      std::filesystem::remove(std::filesystem::path(out) / name, ec);
+      FLEXTP_CHECK(!ec, "--force: cannot remove the old shard ", out, "/", name, ": ", ec.message());
+    }
+    if (!old_shards.empty()) std::printf("removed %zu old shards from %s\n", old_shards.size(), out.c_str());
     for (auto [name, tokens] : {std::pair{"train", &train}, std::pair{"val", &val}}) {
       for (size_t first = 0, n = 0; first < tokens->size(); first += static_cast<size_t>(shard_tokens), ++n) {
         size_t last = std::min(tokens->size(), first + static_cast<size_t>(shard_tokens));
