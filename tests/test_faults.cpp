@@ -181,7 +181,7 @@ TEST_CASE("a rank killed or silenced mid-step ends the job with a clear message,
   CHECK(silent.output.find("step   101 |") == std::string::npos);
 }
 
-TEST_CASE("saves, exports and samples slower than --rank-timeout do not end a 2-rank run") {
+TEST_CASE("saves, exports and samples slower than --rank-timeout do not end a 2-rank run" * doctest::test_suite("timing")) {
   test::TempDir dir("slowsave");
   std::string m = dir.file("m.st");
   // Every save (the periodic one at step 2, the final one, the export) waits 3 s before writing
