@@ -11,6 +11,7 @@
 #include "parallel/repartition.h"
 #include "parallel/unit_gather.h"
 #include "parallel/unit_rows.h"
+#include "tests/mpi/counting_communicator.h"
 #include "tests/mpi/mpi_context.h"
 #include "tests/mpi/tiny_gpt.h"
 
@@ -29,7 +30,7 @@ std::vector<Tensor> logical_state(const Parameter& p, Communicator* comm) {
 
 }  // namespace
 
-TEST_CASE("training with migrations mid-run equals the single process: losses, gradients, Adam state (f64)") {
+TEST_CASE("training with migrations mid-run equals the single process in losses and gradients and Adam state (f64)") {
   Communicator& comm = test::world();
   int n = comm.size();
   GPTConfig c = test::tiny_config(DType::F64);
@@ -68,7 +69,7 @@ TEST_CASE("training with migrations mid-run equals the single process: losses, g
 
   std::vector<std::vector<Tensor>> final_by_method;
   for (TransferMethod method : kTransfers) {
-    INFO("transfer ", method_name(method));
+    INFO("transfer ", std::string(method_name(method)));
     Partition current = start;
     GPT tp(c, LocalUnits::of_rank(c, start, comm.rank()), &comm);
     AdamW opt({0.9, 0.999, 1e-8, 0.01});
@@ -80,6 +81,7 @@ TEST_CASE("training with migrations mid-run equals the single process: losses, g
         RepartitionStats st = repartition(params, current, moves.at(s), opt.slot_names(), &comm, method);
         test::ExpectedMove e = test::expected_move(c, current, moves.at(s), 2);
         CHECK(st.units_moved == e.units);
+        CHECK(st.bytes_minimum == e.bytes);
         CHECK(st.bytes_sent == e.bytes);
         current = moves.at(s);
       }
@@ -110,14 +112,14 @@ TEST_CASE("training with migrations mid-run equals the single process: losses, g
     CHECK(final_by_method[0][k].to_vector<double>() == final_by_method[1][k].to_vector<double>());
 }
 
-TEST_CASE("a repartition puts every unit's rows, weights and Adam state, exactly where they belong") {
+TEST_CASE("a repartition puts every moved row of weights and Adam state exactly where it belongs") {
   Communicator& comm = test::world();
   int n = comm.size();
   GPTConfig c = test::tiny_config(DType::F32);
   std::vector<UnitGroup> groups = unit_groups(c);
   Partition from = test::partitions(c, n)[1].second, to = test::random_partition(c, n, 7);
   for (TransferMethod method : kTransfers) {
-    INFO("transfer ", method_name(method));
+    INFO("transfer ", std::string(method_name(method)));
     GPT tp(c, LocalUnits::of_rank(c, from, comm.rank()), &comm);
     AdamW opt({});
     std::vector<Parameter*> params = tp.parameters();
@@ -127,7 +129,11 @@ TEST_CASE("a repartition puts every unit's rows, weights and Adam state, exactly
     std::vector<std::vector<Tensor>> before;
     for (Parameter* p : params) before.push_back(logical_state(*p, &comm));
 
-    repartition(params, from, to, opt.slot_names(), &comm, method);
+    test::CountingCommunicator counted(comm);
+    repartition(params, from, to, opt.slot_names(), &counted, method);
+    bool p2p = method == TransferMethod::PointToPoint;  // the forced way, and no other
+    CHECK(counted.count(p2p ? "send_recv" : "all_to_all_v") == 1);
+    CHECK(counted.count(p2p ? "all_to_all_v" : "send_recv") == 0);
     for (size_t i = 0; i < params.size(); ++i) {
       const Parameter& p = *params[i];
       INFO(p.name);

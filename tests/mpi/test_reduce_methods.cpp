@@ -7,6 +7,7 @@
 #include "parallel/cost_model.h"
 #include "parallel/straggler.h"
 #include "parallel/unit_gather.h"
+#include "tests/mpi/counting_communicator.h"
 #include "tests/mpi/mpi_context.h"
 #include "tests/mpi/tiny_gpt.h"
 
@@ -16,14 +17,14 @@ namespace {
 const ReduceMethod kReductions[] = {ReduceMethod::AllReduce, ReduceMethod::ReduceScatterAllGather};
 }
 
-TEST_CASE("every reduction method sums exactly at every length, through the step clock as training does") {
+TEST_CASE("every reduction method sums exactly at every length through the step clock as training does") {
   Communicator& comm = test::world();
   int n = comm.size(), r = comm.rank();
   for (ReduceMethod method : kReductions) {
     StepClock clock(comm, SlowdownSchedule{});
     clock.set_reduce_method(method);
     for (int64_t len = 1; len <= 3 * n + 1; ++len) {  // multiples of n and every remainder
-      INFO(method_name(method), ", ", len, " elements");
+      INFO(std::string(method_name(method)), ", ", len, " elements");
       std::vector<float> mine(len), sum(len, 0.0f), top(len, 0.0f);
       for (int64_t i = 0; i < len; ++i) {
         mine[i] = static_cast<float>((r + 1) * (i + 1) + (r == 1 ? 1000 : 0));  // distinct per rank and element
@@ -58,12 +59,17 @@ TEST_CASE("every reduction method gives the single process's loss and gradients 
     for (const auto& [name, part] : test::partitions(c, comm.size())) {
       std::string what = std::string(method_name(method)) + ", partition " + name;  // (clang: no structured bindings in INFO)
       INFO(what);
-      StepClock clock(comm, SlowdownSchedule{});
+      test::CountingCommunicator counted(comm);
+      StepClock clock(counted, SlowdownSchedule{});
       clock.set_reduce_method(method);
       GPT tp(c, LocalUnits::of_rank(c, part, comm.rank()), &clock);
       Tensor loss = tp.loss(ids, targets);
       CHECK(test::relative(loss.item(), ref_loss.item()) < 1e-12);
       loss.backward();
+      // The sums went the forced way and no other.
+      bool rs_ag = method == ReduceMethod::ReduceScatterAllGather;
+      CHECK(counted.count(rs_ag ? "reduce_scatter" : "all_reduce sum") > 0);
+      CHECK(counted.count(rs_ag ? "all_reduce sum" : "reduce_scatter") == 0);
       std::vector<Parameter*> mine = tp.parameters();
       REQUIRE(mine.size() == ref.size());
       for (size_t i = 0; i < mine.size(); ++i) {

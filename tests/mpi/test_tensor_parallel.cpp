@@ -174,7 +174,7 @@ TEST_CASE("one repartition moves exactly the bytes of the units that changed own
   for (const std::vector<std::string>& slots :
        {std::vector<std::string>{}, std::vector<std::string>{"momentum"}, std::vector<std::string>{"m", "v"}})
     for (TransferMethod method : {TransferMethod::PointToPoint, TransferMethod::AllToAllV}) {
-      INFO(slots.size(), " slots, ", method_name(method));
+      INFO(slots.size(), " slots, ", std::string(method_name(method)));
       GPT model(c, LocalUnits::of_rank(c, from, comm.rank()), &comm);
       RepartitionStats st = repartition(model.parameters(), from, to, slots, &comm, method);
       test::ExpectedMove e = test::expected_move(c, from, to, static_cast<int>(slots.size()));
