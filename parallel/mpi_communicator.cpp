@@ -46,8 +46,9 @@ struct Staged {
 
 class MpiCommunicator : public Communicator {
  public:
-  MpiCommunicator() {
-    FLEXTP_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+  // The ranks of the world that pass the same color, in world-rank order.
+  explicit MpiCommunicator(int color) {
+    FLEXTP_MPI(MPI_Comm_split(MPI_COMM_WORLD, color, 0, &comm_));
     // Errors come back as codes that become exceptions naming the call.
     FLEXTP_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     FLEXTP_MPI(MPI_Comm_rank(comm_, &rank_));
@@ -203,7 +204,13 @@ bool MpiRuntime::active() {
 
 std::unique_ptr<Communicator> make_mpi_communicator() {
   FLEXTP_CHECK(MpiRuntime::active(), "make_mpi_communicator: MPI is not initialised");
-  return std::make_unique<MpiCommunicator>();
+  return std::make_unique<MpiCommunicator>(0);
+}
+
+std::unique_ptr<Communicator> make_mpi_communicator(int color) {
+  FLEXTP_CHECK(MpiRuntime::active(), "make_mpi_communicator: MPI is not initialised");
+  FLEXTP_CHECK(color >= 0, "make_mpi_communicator: color ", color, " must be >= 0");
+  return std::make_unique<MpiCommunicator>(color);
 }
 
 }  // namespace flextp

@@ -24,5 +24,8 @@ class MpiRuntime {
 
 // A communicator over MPI_COMM_WORLD (MPI must be initialised).
 std::unique_ptr<Communicator> make_mpi_communicator();
+// A communicator over the world's ranks that pass the same `color` (>= 0), in world-rank order:
+// e.g. a smaller tensor-parallel group inside one run. Every world rank must call it.
+std::unique_ptr<Communicator> make_mpi_communicator(int color);
 
 }  // namespace flextp
