@@ -16,23 +16,11 @@
 #include "parallel/resize.h"
 #include "parallel/unit_gather.h"
 #include "tests/mpi/mpi_context.h"
+#include "tests/mpi/tiny_gpt.h"
 
 using namespace flextp;
 
 namespace {
-
-GPTConfig config() {
-  GPTConfig c;
-  c.vocab_size = 37;  // 5 vocabulary units of 8, the last one short
-  c.vocab_unit = 8;
-  c.n_positions = 8;
-  c.n_layer = 2;
-  c.n_head = 4;
-  c.n_embd = 16;
-  c.mlp_unit = 16;  // 4 MLP units
-  c.dtype = DType::F64;
-  return c;
-}
 
 Tensor tokens(uint64_t seed) {
   std::vector<int32_t> v(2 * 8);
@@ -133,7 +121,7 @@ std::string shared_dir(Communicator& comm) {
 
 TEST_CASE("resized tensor parallelism equals one process skipping the same units (f64)") {
   Communicator& comm = test::world();
-  GPTConfig c = config();
+  GPTConfig c = test::tiny_config(DType::F64);
   std::vector<UnitGroup> groups = unit_groups(c);
   std::vector<double> w(comm.size());
   for (int r = 0; r < comm.size(); ++r) w[r] = r == 0 ? 3.0 : 1.0 + r % 2;
@@ -181,7 +169,7 @@ TEST_CASE("resized tensor parallelism equals one process skipping the same units
 
 TEST_CASE("stale means saved at TP = k load in one process and back at TP = k") {
   Communicator& comm = test::world();
-  GPTConfig c = config();
+  GPTConfig c = test::tiny_config(DType::F64);
   std::vector<UnitGroup> groups = unit_groups(c);
   std::vector<double> w(comm.size());
   for (int r = 0; r < comm.size(); ++r) w[r] = r == 0 ? 3.0 : 1.0 + r % 2;
