@@ -115,6 +115,21 @@ else
   [ -x "$BUNDLE/train" ] && say "build: the carried $BUNDLE does not start here ($(tail -1 "$LOGS/bundle_start.log")); building here"
   cmake_args=(-DCMAKE_BUILD_TYPE=Release -DFLEXTP_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90)
   command -v ninja >/dev/null && cmake_args+=(-G Ninja)
+  # cuBLAS and cuDNN may come only as Python wheels there (libcublas.so.13, no libcublas.so, and
+  # cuDNN's headers under the wheel): CMake finds them through links made for the purpose.
+  links=/tmp/flextp-cuda-libs
+  mkdir -p "$links"
+  for lib in cublas cublasLt; do
+    if [ ! -e "/usr/local/cuda/lib64/lib$lib.so" ]; then
+      for d in $wheel_libs; do [ -e "$d/lib$lib.so.13" ] && ln -sf "$d/lib$lib.so.13" "$links/lib$lib.so" && break; done
+    fi
+  done
+  cmake_args+=(-DCMAKE_LIBRARY_PATH="$links")
+  if [ ! -e /usr/local/cuda/include/cudnn_graph.h ]; then
+    for d in $wheel_libs; do
+      [ -e "$(dirname "$d")/include/cudnn_graph.h" ] && export CUDNN_HOME=$(dirname "$d") && break
+    done
+  fi
   if [ ! -e /usr/local/cuda/include/nccl.h ]; then
     inc=$(find /usr /opt -name nccl.h 2>/dev/null | head -1)
     [ -n "$inc" ] && export CPLUS_INCLUDE_PATH=$(dirname "$inc"):${CPLUS_INCLUDE_PATH:-} \
