@@ -100,7 +100,9 @@ std::map<std::string, std::vector<double>> all_means(const GPT& m, Communicator*
 void check_same_means(const std::map<std::string, std::vector<double>>& got,
                       const std::map<std::string, std::vector<double>>& expected) {
   REQUIRE(got.size() == expected.size());
-  for (const auto& [name, v] : expected) {
+  for (const auto& entry : expected) {  // (clang: no structured bindings in INFO's lambda)
+    const std::string& name = entry.first;
+    const std::vector<double>& v = entry.second;
     INFO(name);
     REQUIRE(got.count(name));
     check_same(Tensor::from_vector(got.at(name), {static_cast<int64_t>(v.size())}),
