@@ -90,4 +90,12 @@ TEST_CASE("flextp-tokenize names bad flags and files") {
   fails_with("--tokenizer bpe --out " + dir.file("o"), "--tokenizer");
   fails_with("--shard-tokens 0 --out " + dir.file("o"), "--shard-tokens");
   fails_with("--input " + dir.write("b.txt", "text") + " --out /proc/no/such", "cannot create --out directory");
+  // A flag CLI11 refuses ends like the errors above: status 1 and the program's prefix.
+  for (const char* args : {"--val-fraction 2 --out o", "--no-such-flag --out o", "--input"}) {
+    test::Run r = tokenize(args);
+    INFO(args, "\n", r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.rfind("flextp-tokenize: error: ", 0) == 0);
+  }
+  CHECK(tokenize("--help").status == 0);
 }

@@ -13,6 +13,7 @@
 #include "data/batches.h"
 #include "data/gpt2_tokenizer.h"
 #include "data/token_files.h"
+#include "tools/parse_flags.h"
 
 using namespace flextp;
 
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
   app.add_option("--shard-tokens", shard_tokens, "tokens per shard file")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   bool force = false;
   app.add_flag("--force", force, "replace the shards --out already holds (they are removed first)");
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> status = parse_flags(app, argc, argv, "flextp-tokenize")) return *status;
   try {
     // Old shards beside new ones would be read with them by train_*.bin: refused before the
     // (possibly long) tokenising, removed only once the new tokens are ready.
