@@ -3,6 +3,8 @@
 // tiny GPT's units, evenly split; rank 0 is the straggler when there is one.
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <iterator>
 #include <limits>
 
 #include "core/error.h"
@@ -197,4 +199,16 @@ TEST_CASE("proportional: after the warm-up one move in proportion to the speeds,
 
   auto balanced = policy("proportional");
   CHECK(balanced->decide(s.at({1, 1}, 10)).action == Action::keep);  // nothing to move
+}
+
+TEST_CASE("README's \"Writing a balancing policy\" shows the shipped example policy, whole") {
+  auto text = [](const std::string& path) {
+    std::ifstream in(FLEXTP_SOURCE_DIR "/" + path);
+    REQUIRE(in);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  std::string readme = text("README.md"), example = text("parallel/policies/proportional.cpp");
+  CHECK(readme.find("## Writing a balancing policy") != std::string::npos);
+  CHECK(readme.find("```cpp\n" + example + "```\n") != std::string::npos);
+  CHECK(text("parallel/policies/registered.h").find("\nFLEXTP_POLICY(proportional)\n") != std::string::npos);
 }
