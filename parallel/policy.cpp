@@ -1,6 +1,6 @@
 #include "parallel/policy.h"
 
-#include "core/error.h"
+#include <algorithm>
 
 namespace flextp {
 
@@ -37,6 +37,12 @@ int64_t skipped_here(const Observation& o, const Decision& d) {
     skipped += std::max<int64_t>(0, held - keep);
   }
   return skipped;
+}
+
+Decision probe(const Observation& o) {
+  Decision d = keep_at(o, o.speeds);
+  d.action = Action::probe;
+  return d;
 }
 
 Decision migrate_by(Plan plan) {

@@ -66,6 +66,8 @@ Decision keep_at(const Observation& o, const std::vector<double>& speed);
 Decision resize_to(const Observation& o, const std::vector<double>& speed);
 // Units a resize decision skips on this rank.
 int64_t skipped_here(const Observation& o, const Decision& d);
+// Probe: run every unit for a step (the plan is keep_at's on the smoothed speeds).
+Decision probe(const Observation& o);
 // Migrate to `plan.target`.
 Decision migrate_by(Plan plan);
 

@@ -13,22 +13,12 @@
 #include "parallel/policies/hybrid.h"
 #include "parallel/policies/probe_schedule.h"
 #include "parallel/policy.h"
+#include "tests/balancing_gpt.h"
 
 using namespace flextp;
+using test::balancing_gpt;
 
 namespace {
-
-GPTConfig tiny() {
-  GPTConfig c;
-  c.vocab_size = 16;
-  c.vocab_unit = 8;
-  c.n_positions = 8;
-  c.n_layer = 1;
-  c.n_head = 8;
-  c.n_embd = 16;
-  c.mlp_unit = 8;
-  return c;
-}
 
 // One row per rank; `skipping`: the ranks skipped units in the step measured.
 std::vector<RankRow> table(bool skipping) {
@@ -39,8 +29,8 @@ std::vector<RankRow> table(bool skipping) {
 
 // What a policy sees, built by hand; the parts an Observation refers to live here.
 struct Seen {
-  Partition partition = Partition::even(unit_groups(tiny()), 2);
-  UnitCosts costs = gpt_unit_costs(tiny(), 2, 8, 2);
+  Partition partition = Partition::even(unit_groups(balancing_gpt()), 2);
+  UnitCosts costs = gpt_unit_costs(balancing_gpt(), 2, 8, 2);
   CommCostModel comm;
   Resizer importance{ResizeOptions{}};
   std::vector<RankRow> rows = table(false);
@@ -106,7 +96,7 @@ TEST_CASE("migrate moves a settled 2x straggler's surplus to the fast rank, and 
   auto migrate = policy("migrate");
   CHECK(migrate->decide(s.at({1, 1})).action == Action::keep);
   CHECK(migrate->decide(s.at({0.95, 1})).action == Action::keep);                  // under the least gain
-  CHECK(migrate->decide(s.at({0.5, 1}, 20, 0, /*since_move=*/0)).action == Action::keep);  // still settling
+  CHECK(migrate->decide(s.at({0.5, 1}, 20, 0, /*since_move=*/0)).action == Action::keep);  // settling
   Decision d = migrate->decide(s.at({0.5, 1}));
   CHECK(d.action == Action::migrate);
   CHECK(d.plan.migrate);
@@ -122,7 +112,8 @@ TEST_CASE("resize: a 2x straggler keeps half of each resizable group on the last
   CHECK(slow.action == Action::resize);
   CHECK(slow.keep == std::map<std::string, int64_t>{{"h.0.head", 2}, {"h.0.mlp", 2}});  // of 4 each; vocab never
   CHECK(skipped_here(s.at({1, 1}), slow) == 4);
-  CHECK(slow.plan.now_ms == predicted_step_ms(s.partition, {s.base, s.base}, s.costs));  // the log's plan: smoothed speeds
+  // The plan the log shows is on the smoothed speeds.
+  CHECK(slow.plan.now_ms == predicted_step_ms(s.partition, {s.base, s.base}, s.costs));
   CHECK(resize->decide(s.at({1, 1}, 20, /*rank=*/1, 20, {0.5, 1})).action == Action::keep);
   CHECK(resize->decide(s.at({1, 1}, 20, 0, 20, {0.85, 1})).action == Action::keep);  // inside the dead band
   CHECK(resize->decide(s.at({1, 1}, 20, 0, 20, {0.7, 1})).action == Action::resize);  // beyond it

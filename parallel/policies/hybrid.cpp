@@ -53,11 +53,7 @@ class HybridPolicy : public BalancePolicy {
   bool uses_importance() const override { return true; }
 
   Decision decide(const Observation& o) override {
-    if (probes_.due(o.table)) {
-      Decision probe = keep_at(o, o.speeds);
-      probe.action = Action::probe;
-      return probe;
-    }
+    if (probes_.due(o.table)) return probe(o);
     // Resizing costs nothing to undo: the hybrid weighs on the last step's speeds.
     const std::vector<double>& speed = o.fast_speeds;
     Decision keep = keep_at(o, speed);
@@ -75,7 +71,8 @@ class HybridPolicy : public BalancePolicy {
     h.skipped_share = o.skipped_share(speed);
     h.migrate_ms = mig.after_ms;
     // A migration's measured cost once there is one; before, two steps' time beyond its bytes.
-    h.transfer_ms = o.migration_cost_ms >= 0 ? std::max(mig.transfer_ms, o.migration_cost_ms) : mig.transfer_ms + 2 * keep_ms;
+    h.transfer_ms =
+        o.migration_cost_ms >= 0 ? std::max(mig.transfer_ms, o.migration_cost_ms) : mig.transfer_ms + 2 * keep_ms;
     h.can_migrate = mig.units_moved > 0 && o.since_move >= settle_steps_;
     h.steps = steps;
     h.lambda = lambda_;

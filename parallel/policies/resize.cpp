@@ -15,11 +15,7 @@ class ResizePolicy : public BalancePolicy {
   bool uses_importance() const override { return true; }
 
   Decision decide(const Observation& o) override {
-    if (probes_.due(o.table)) {
-      Decision probe = keep_at(o, o.speeds);
-      probe.action = Action::probe;
-      return probe;
-    }
+    if (probes_.due(o.table)) return probe(o);
     Decision d = resize_to(o, o.fast_speeds);
     d.plan = keep_at(o, o.speeds).plan;
     if (skipped_here(o, d) == 0) d.action = Action::keep;  // this rank is fast enough
