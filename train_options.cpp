@@ -1,5 +1,7 @@
 #include "train_options.h"
 
+#include "parallel/policy.h"
+
 namespace flextp {
 
 void add_train_flags(CLI::App& app, TrainOptions& o) {
@@ -69,8 +71,9 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--straggler", o.stragglers, "slow a rank: RANK:FACTOR[:FROM[:TO]], repeatable");
   app.add_option("--straggler-trace", o.straggler_trace, "CSV of per-step slowdown factors per rank");
   app.add_option("--contend", o.contend, "busy threads beside a rank: RANK:THREADS, repeatable");
-  app.add_option("--balance", o.balance, "none, migrate, resize or hybrid")
-      ->check(CLI::IsMember({"none", "migrate", "resize", "hybrid"}));
+  std::string policies;
+  for (const std::string& name : policy_names()) policies += (policies.empty() ? "" : ", ") + name;
+  app.add_option("--balance", o.balance, "balancing policy: " + policies)->check(CLI::IsMember(policy_names()));
   app.add_option("--lambda", o.lambda, "hybrid: ms per step that skipping the whole model is worth (inf: never skip)");
   app.add_option("--priority", o.priority, "which units resizing skips first: taylor, norm or random")
       ->check(CLI::IsMember({"taylor", "norm", "random"}));

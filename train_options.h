@@ -1,8 +1,11 @@
 #pragma once
 // The flags of `train` (README lists them), in one struct.
 #include <CLI/CLI.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "parallel/balance_options.h"
 
 namespace flextp {
 
@@ -31,12 +34,17 @@ struct TrainOptions {
   std::string fault_kill;                // testing: RANK:STEP kills that rank in the middle of the step
   std::string fault_hang;                // testing: RANK:STEP stops that rank there (alive, silent)
   // tensor parallelism and balancing
-  std::string tp_weights, straggler_trace, balance = "none", comm = "auto", priority = "taylor",
-              impute = "zero";
+  std::string tp_weights, straggler_trace, comm = "auto", impute = "zero";
   std::vector<std::string> tp_assign, stragglers, contend;
-  int64_t horizon = 50, monitor_window = 3;
-  double min_gain = 0.1;
-  std::string lambda = "100";  // a number or inf; 100: best at equal wall time in bench/tradeoff
+  // balancing: the defaults are BalanceOptions' (parallel/balance_options.h)
+  std::string balance = BalanceOptions{}.policy, priority = BalanceOptions{}.resize.priority;
+  int64_t horizon = BalanceOptions{}.planner.horizon, monitor_window = BalanceOptions{}.window;
+  double min_gain = BalanceOptions{}.planner.min_gain;
+  std::string lambda = [] {  // a number or inf
+    std::ostringstream text;
+    text << BalanceOptions{}.lambda;
+    return text.str();
+  }();
 };
 
 void add_train_flags(CLI::App& app, TrainOptions& o);

@@ -103,16 +103,6 @@ Plan plan_migration(const Partition& current, const std::vector<double>& speed, 
   return plan;
 }
 
-std::string hybrid_choice(const HybridCosts& h) {
-  const double inf = std::numeric_limits<double>::infinity();
-  double keep = h.keep_ms * h.steps;
-  double resize = std::isinf(h.lambda) ? inf : h.resize_ms * h.steps + h.lambda * h.skipped_share * h.steps;
-  double migrate = (h.lambda == 0 || !h.can_migrate) ? inf : h.migrate_ms * h.steps + h.transfer_ms;
-  if (migrate < keep && migrate <= resize) return "migrate";
-  if (resize < keep) return "resize";
-  return "keep";
-}
-
 std::string Plan::str() const {
   char s[256];
   std::snprintf(s, sizeof s, "%s: %lld units, %.0f KiB; step %.1f -> %.1f ms (ideal %.1f), transfer %.1f ms",

@@ -52,14 +52,4 @@ struct Plan {
 Plan plan_migration(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
                     const CommCostModel& comm, const PlannerOptions& o);
 
-// The hybrid's choice over the expected rest of a slowdown (`steps`: as long again as it lasted,
-// at most the horizon): keep, resize (lambda x share of importance skipped per step) or migrate
-// (a transfer once). lambda = inf never resizes; lambda = 0 never migrates.
-struct HybridCosts {
-  double keep_ms = 0, resize_ms = 0, skipped_share = 0, migrate_ms = 0, transfer_ms = 0;
-  bool can_migrate = false;
-  double steps = 1, lambda = 0;
-};
-std::string hybrid_choice(const HybridCosts& h);
-
 }  // namespace flextp

@@ -6,6 +6,7 @@
 #include "nn/units.h"
 #include "parallel/monitor.h"
 #include "parallel/planner.h"
+#include "parallel/policies/hybrid.h"
 #include "parallel/straggler.h"
 #include "tests/temp_dir.h"
 
@@ -225,19 +226,19 @@ TEST_CASE("hybrid: a blip is resized, a lasting slowdown migrated; lambda's extr
   h.can_migrate = true;
   h.lambda = 100;       // 0.1 skipped is worth 10 ms per step
   h.steps = 1;          // just started: resize (110 + 10 < 200 keep, < 100 + 400 migrate)
-  CHECK(hybrid_choice(h) == "resize");
+  CHECK(hybrid_choice(h) == Action::resize);
   h.steps = 40;         // has lasted 40 steps: migrate (100 x 40 + 400 < 120 x 40)
-  CHECK(hybrid_choice(h) == "migrate");
+  CHECK(hybrid_choice(h) == Action::migrate);
   h.lambda = std::numeric_limits<double>::infinity();  // never drop work
   h.steps = 1;
-  CHECK(hybrid_choice(h) == "keep");
+  CHECK(hybrid_choice(h) == Action::keep);
   h.steps = 40;
-  CHECK(hybrid_choice(h) == "migrate");
+  CHECK(hybrid_choice(h) == Action::migrate);
   h.lambda = 0;  // never move weights
-  CHECK(hybrid_choice(h) == "resize");
+  CHECK(hybrid_choice(h) == Action::resize);
   h.can_migrate = false;
   h.lambda = 100;
-  CHECK(hybrid_choice(h) == "resize");
+  CHECK(hybrid_choice(h) == Action::resize);
   h.resize_ms = 210;  // resizing would not even help
-  CHECK(hybrid_choice(h) == "keep");
+  CHECK(hybrid_choice(h) == Action::keep);
 }

@@ -15,8 +15,10 @@
 #include "nn/units.h"
 #include "parallel/balancer.h"
 #include "parallel/resize.h"
+#include "tests/balancing_gpt.h"
 
 using namespace flextp;
+using test::balancing_gpt;
 
 namespace {
 
@@ -55,18 +57,6 @@ class PlayedRanks : public Communicator {
   void barrier() override {}
 };
 
-GPTConfig tiny() {
-  GPTConfig c;
-  c.vocab_size = 16;
-  c.vocab_unit = 8;
-  c.n_positions = 8;
-  c.n_layer = 1;
-  c.n_head = 8;
-  c.n_embd = 16;
-  c.mlp_unit = 8;
-  return c;
-}
-
 void append(std::string& choices, const std::string& choice) { choices += (choices.empty() ? "" : " ") + choice; }
 
 // A balancer on rank 0 of an even split of a tiny GPT's units.
@@ -79,9 +69,10 @@ struct DrivenBalancer {
   double base = 0;  // work per ms that makes rank 0's even share take 10 ms
   int64_t steps = 0;
 
-  DrivenBalancer(const std::string& policy, double lambda = 100) : initial(Partition::even(unit_groups(tiny()), 2)) {
+  DrivenBalancer(const std::string& policy, double lambda = 100)
+      : initial(Partition::even(unit_groups(balancing_gpt()), 2)) {
     comm.speed = {1, 1};
-    model = std::make_unique<GPT>(tiny(), LocalUnits::of_rank(tiny(), initial, 0), &comm);
+    model = std::make_unique<GPT>(balancing_gpt(), LocalUnits::of_rank(balancing_gpt(), initial, 0), &comm);
     params = model->parameters();
     BalanceOptions o;
     o.policy = policy;
@@ -89,7 +80,7 @@ struct DrivenBalancer {
     o.resize.priority = "norm";  // importance from the weights alone: no gradients needed
     CommCostModel free;
     free.fits["p2p"] = {0.0, 0.0};
-    balancer = std::make_unique<Balancer>(comm, initial, gpt_unit_costs(tiny(), 2, 8, 2), free, o);
+    balancer = std::make_unique<Balancer>(comm, initial, gpt_unit_costs(balancing_gpt(), 2, 8, 2), free, o);
     comm.balancer = balancer.get();
     base = balancer->work_of(0) / 10.0;
   }
@@ -175,7 +166,7 @@ TEST_CASE("migrate: a lasting 2x straggler gives units to the fast rank once; a 
     INFO(group);
     CHECK(d.balancer->partition().units_of(group, 0).size() < d.initial.units_of(group, 0).size());
   }
-  CHECK(d.balancer->partition() == balanced_partition(d.initial, {0.5, 1.0}, gpt_unit_costs(tiny(), 2, 8, 2)));
+  CHECK(d.balancer->partition() == balanced_partition(d.initial, {0.5, 1.0}, gpt_unit_costs(balancing_gpt(), 2, 8, 2)));
   CHECK(d.skipped() == 0);
 
   DrivenBalancer blip("migrate");

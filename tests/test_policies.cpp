@@ -1,0 +1,205 @@
+// Each balancing policy's decide() on hand-made observations: speeds injected, no clocks, no
+// model, no communicator (tests/test_balancer.cpp drives the whole Balancer). Two ranks of a
+// tiny GPT's units, evenly split; rank 0 is the straggler when there is one.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <iterator>
+#include <limits>
+
+#include "core/error.h"
+#include "nn/unit_costs.h"
+#include "nn/units.h"
+#include "parallel/policies/hybrid.h"
+#include "parallel/policies/probe_schedule.h"
+#include "parallel/policy.h"
+#include "tests/balancing_gpt.h"
+
+using namespace flextp;
+using test::balancing_gpt;
+
+namespace {
+
+// One row per rank; `skipping`: the ranks skipped units in the step measured.
+std::vector<RankRow> table(bool skipping) {
+  RankRow row;
+  row.units = {4, 4, 1, skipping ? 2.0 : 0.0};
+  return {row, row};
+}
+
+// What a policy sees, built by hand; the parts an Observation refers to live here.
+struct Seen {
+  Partition partition = Partition::even(unit_groups(balancing_gpt()), 2);
+  UnitCosts costs = gpt_unit_costs(balancing_gpt(), 2, 8, 2);
+  CommCostModel comm;
+  Resizer importance{ResizeOptions{}};
+  std::vector<RankRow> rows = table(false);
+  double share = 0.25;      // what the skipped_share collective answers
+  int share_calls = 0;      // and how often it was asked
+
+  double base = rank_work(partition, costs)[0] / 10.0;  // work per ms that takes an even share 10 ms
+
+  Seen() { comm.fits["p2p"] = {0.0, 0.0}; }  // moving is free: only the settling cost counts
+
+  // Speeds in units of base; the fast speeds are the smoothed ones unless given.
+  Observation at(std::vector<double> speeds, int64_t step = 20, int rank = 0, int64_t since_move = 20,
+                 std::vector<double> fast = {}) {
+    if (fast.empty()) fast = speeds;
+    for (double& x : speeds) x *= base;
+    for (double& x : fast) x *= base;
+    return Observation{step, rank, rows, speeds, fast, partition, costs, comm, importance, since_move, -1,
+                       [this](const std::vector<double>&) { return ++share_calls, share; }};
+  }
+};
+
+std::unique_ptr<BalancePolicy> policy(const std::string& name, double lambda = 100) {
+  BalanceOptions o;
+  o.policy = name;
+  o.lambda = lambda;
+  return make_policy(o);
+}
+
+// The actions of n decisions on the same observation, space-separated.
+std::string decide_n(BalancePolicy& p, const Observation& o, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += (out.empty() ? "" : " ") + std::string(action_name(p.decide(o).action));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the policy registry: --balance names a registered policy; an unknown name lists them all") {
+  CHECK(policy_names() == std::vector<std::string>{"none", "migrate", "resize", "hybrid", "proportional"});
+  for (const std::string& name : policy_names()) {
+    INFO(name);
+    bool resizes = name == "resize" || name == "hybrid";
+    CHECK(policy(name)->uses_importance() == resizes);
+  }
+  CHECK_THROWS_WITH_AS(policy("shrink"),
+                       doctest::Contains("no balancing policy is called 'shrink'; the registered ones are none, "
+                                         "migrate, resize, hybrid, proportional"),
+                       Error);
+}
+
+TEST_CASE("none keeps the partition at any speeds and says what the step costs") {
+  Seen s;
+  Decision d = policy("none")->decide(s.at({0.5, 1}));
+  CHECK(d.action == Action::keep);
+  CHECK(d.plan.target == s.partition);
+  CHECK(d.plan.now_ms == predicted_step_ms(s.partition, {0.5 * s.base, s.base}, s.costs));
+  CHECK(d.plan.ideal_ms == ideal_step_ms(s.partition, {0.5 * s.base, s.base}, s.costs));
+  CHECK(d.keep.empty());
+}
+
+TEST_CASE("migrate moves a settled 2x straggler's surplus to the fast rank, and nothing for noise") {
+  Seen s;
+  auto migrate = policy("migrate");
+  CHECK(migrate->decide(s.at({1, 1})).action == Action::keep);
+  CHECK(migrate->decide(s.at({0.95, 1})).action == Action::keep);                  // under the least gain
+  CHECK(migrate->decide(s.at({0.5, 1}, 20, 0, /*since_move=*/0)).action == Action::keep);  // settling
+  Decision d = migrate->decide(s.at({0.5, 1}));
+  CHECK(d.action == Action::migrate);
+  CHECK(d.plan.migrate);
+  CHECK(d.plan.target == balanced_partition(s.partition, {0.5, 1}, s.costs));
+  CHECK(d.plan.after_ms < d.plan.now_ms);
+}
+
+TEST_CASE("resize: a 2x straggler keeps half of each resizable group on the last step's speeds; the fast rank all") {
+  Seen s;
+  auto resize = policy("resize");
+  // The smoothed speeds have not seen the slowdown yet; the last step's have.
+  Decision slow = resize->decide(s.at({1, 1}, 20, 0, 20, {0.5, 1}));
+  CHECK(slow.action == Action::resize);
+  CHECK(slow.keep == std::map<std::string, int64_t>{{"h.0.head", 2}, {"h.0.mlp", 2}});  // of 4 each; vocab never
+  CHECK(skipped_here(s.at({1, 1}), slow) == 4);
+  // The plan the log shows is on the smoothed speeds.
+  CHECK(slow.plan.now_ms == predicted_step_ms(s.partition, {s.base, s.base}, s.costs));
+  CHECK(resize->decide(s.at({1, 1}, 20, /*rank=*/1, 20, {0.5, 1})).action == Action::keep);
+  CHECK(resize->decide(s.at({1, 1}, 20, 0, 20, {0.85, 1})).action == Action::keep);  // inside the dead band
+  CHECK(resize->decide(s.at({1, 1}, 20, 0, 20, {0.7, 1})).action == Action::resize);  // beyond it
+}
+
+TEST_CASE("the probe schedule: a probe after 2, 4, 8, 16, then every 32 resized steps; a new episode starts at 2") {
+  ProbeSchedule probes(2, 32);
+  // The step after a probe ran every unit; the others skipped.
+  auto gaps = [&](int probes_wanted) {
+    std::vector<int> out;
+    bool skipping = true;
+    for (int resized = 0; static_cast<int>(out.size()) < probes_wanted;) {
+      resized += skipping;
+      skipping = !probes.due(table(skipping));
+      if (!skipping) out.push_back(resized), resized = 0;
+    }
+    return out;
+  };
+  CHECK(gaps(7) == std::vector<int>{2, 4, 8, 16, 32, 32, 32});
+  CHECK_FALSE(probes.due(table(false)));  // back to speed: the episode ends
+  CHECK_FALSE(probes.due(table(false)));
+  CHECK(gaps(2) == std::vector<int>{2, 4});
+  ProbeSchedule never(0, 32);
+  for (int i = 0; i < 100; ++i) CHECK_FALSE(never.due(table(true)));
+}
+
+TEST_CASE("hybrid: lambda prices skipped importance against a migration's cost over the slowdown's rest") {
+  Seen s;
+  SUBCASE("balanced ranks keep, and the collective is not asked") {
+    CHECK(decide_n(*policy("hybrid"), s.at({1, 1}), 5) == "keep keep keep keep keep");
+    CHECK(s.share_calls == 0);
+  }
+  SUBCASE("lambda 0 resizes at once and never migrates") {
+    auto hybrid = policy("hybrid", 0);
+    Decision d = hybrid->decide(s.at({1, 1}, 20, 0, 20, {0.5, 1}));
+    CHECK(d.action == Action::resize);
+    CHECK(d.keep == std::map<std::string, int64_t>{{"h.0.head", 2}, {"h.0.mlp", 2}});
+    CHECK(s.share_calls == 1);
+    CHECK(decide_n(*hybrid, s.at({0.5, 1}, 20, 0, 20, {0.5, 1}), 60).find("migrate") == std::string::npos);
+  }
+  SUBCASE("lambda inf keeps a fresh slowdown, migrates once it has lasted, never resizes") {
+    auto hybrid = policy("hybrid", std::numeric_limits<double>::infinity());
+    std::string actions = decide_n(*hybrid, s.at({0.5, 1}), 40);
+    INFO(actions);
+    CHECK(actions.rfind("keep keep", 0) == 0);
+    CHECK(actions.find("migrate") != std::string::npos);
+    CHECK(actions.find("resize") == std::string::npos);
+    CHECK(decide_n(*policy("hybrid", std::numeric_limits<double>::infinity()), s.at({0.5, 1}, 20, 0, 0), 60)
+              .find("migrate") == std::string::npos);  // not while the last move settles
+  }
+  SUBCASE("a middle lambda resizes a fresh slowdown and migrates a lasting one") {
+    auto hybrid = policy("hybrid", 16);
+    std::string actions = decide_n(*hybrid, s.at({0.5, 1}), 40);
+    INFO(actions);
+    CHECK(actions.rfind("resize", 0) == 0);
+    CHECK(actions.find("migrate") != std::string::npos);
+  }
+  SUBCASE("it probes on the resizing schedule") {
+    auto hybrid = policy("hybrid", 0);
+    s.rows = table(true);
+    CHECK(decide_n(*hybrid, s.at({0.5, 1}), 2) == "resize probe");
+  }
+}
+
+TEST_CASE("proportional: after the warm-up one move in proportion to the speeds, then that split for good") {
+  Seen s;
+  auto proportional = policy("proportional");
+  for (int64_t step = 1; step < 10; ++step) CHECK(proportional->decide(s.at({0.5, 1}, step)).action == Action::keep);
+  Decision d = proportional->decide(s.at({0.5, 1}, 10));
+  CHECK(d.action == Action::migrate);
+  CHECK(d.plan.target == balanced_partition(s.partition, {0.5, 1}, s.costs));
+  CHECK(proportional->decide(s.at({0.5, 1}, 11)).action == Action::keep);
+  CHECK(proportional->decide(s.at({0.25, 1}, 50)).action == Action::keep);  // once only
+
+  auto balanced = policy("proportional");
+  CHECK(balanced->decide(s.at({1, 1}, 10)).action == Action::keep);  // nothing to move
+}
+
+TEST_CASE("README's \"Writing a balancing policy\" shows the shipped example policy, whole") {
+  auto text = [](const std::string& path) {
+    std::ifstream in(FLEXTP_SOURCE_DIR "/" + path);
+    REQUIRE(in);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  std::string readme = text("README.md"), example = text("parallel/policies/proportional.cpp");
+  CHECK(readme.find("## Writing a balancing policy") != std::string::npos);
+  CHECK(readme.find("```cpp\n" + example + "```\n") != std::string::npos);
+  CHECK(text("parallel/policies/registered.h").find("\nFLEXTP_POLICY(proportional)\n") != std::string::npos);
+}
