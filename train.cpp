@@ -1,23 +1,21 @@
 // train: the flextp trainer. Reads a corpus, builds a GPT, trains it with AdamW (or SGD), logs,
 // evaluates, saves checkpoints and samples text. Flags are listed by `train --help` and in the
-// README. Reading order: README -> this file -> nn/gpt.h -> nn/attention.h, nn/mlp.h -> core/.
+// README. Reading order: README -> this file (run() and its loop) -> trainer.h (one step and its
+// report) -> nn/gpt.h -> nn/attention.h, nn/mlp.h -> core/.
 #include <CLI/CLI.hpp>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
-#include <nlohmann/json.hpp>
 
-#include "bench/timer.h"
 #include "train_faults.h"
 #include "train_options.h"
-#include "train_progress.h"
+#include "train_log.h"
+#include "trainer.h"
 #include "core/autograd.h"
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/device_choice.h"
@@ -26,8 +24,6 @@
 #include "nn/checkpoint.h"
 #include "nn/checkpoint_files.h"
 #include "nn/generate.h"
-#include "optim/clip.h"
-#include "optim/schedule.h"
 #include "nn/unit_costs.h"
 #include "parallel/balancer.h"
 #include "parallel/mpi_communicator.h"
@@ -160,13 +156,6 @@ CommCostModel communication_model(Communicator& comm, const TrainOptions& o, con
   return m;
 }
 
-nlohmann::json rank_table(const Balancer& b) {
-  nlohmann::json ranks = nlohmann::json::array();
-  for (const RankRow& r : b.monitor().table())
-    ranks.push_back({{"compute_ms", r.compute_ms}, {"wait_ms", r.wait_ms}, {"units", r.units}, {"speed", r.speed}});
-  return ranks;
-}
-
 // A resumed run keeps the seed it was started with: the batches and dropout masks of the steps
 // still to come depend on it. Another --seed given explicitly is refused.
 uint64_t resumed_seed(const TrainOptions& o, const CLI::App& app) {
@@ -204,6 +193,77 @@ std::vector<Fingerprint> input_fingerprints(const TrainOptions& o, const CLI::Ap
           {"the step of the loaded checkpoint", fingerprint(std::to_string(checkpoint_step))}};
 }
 
+// The whole corpus, and the training and validation tokens taken from it (or from --val-data).
+struct Corpus {
+  std::vector<int32_t> all, train, val;
+};
+
+Corpus read_corpus(const TrainOptions& o, const Tokenizer& tok) {
+  Corpus c;
+  c.all = o.data.empty() ? tok.encode(default_corpus_text()) : load_tokens(o.data, tok);
+  if (o.val_data.empty())
+    split_tokens(c.all, o.val_fraction, c.train, c.val);
+  else
+    c.train = c.all, c.val = load_tokens(o.val_data, tok);
+  return c;
+}
+
+// Busy threads beside this rank where --contend names it.
+std::unique_ptr<Contention> contention(const TrainOptions& o, const Communicator& world) {
+  std::unique_ptr<Contention> out;
+  for (const std::string& spec : o.contend) {
+    auto [rank, threads] = parse_contend(spec);
+    FLEXTP_CHECK(rank < world.size(), "--contend names rank ", rank, " but there are only ", world.size());
+    if (rank == world.rank()) out = std::make_unique<Contention>(threads);
+  }
+  return out;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const TrainOptions& o) {
+  if (o.optimizer == "sgd") return std::make_unique<SGD>(SGDOptions{o.momentum, o.weight_decay});
+  AdamWOptions adamw;
+  adamw.weight_decay = o.weight_decay;
+  return std::make_unique<AdamW>(adamw);
+}
+
+BalanceOptions balance_options(const TrainOptions& o) {
+  BalanceOptions bo;
+  bo.policy = o.balance;
+  bo.planner = {o.horizon, o.min_gain};
+  bo.window = static_cast<int>(o.monitor_window);
+  bo.resize.priority = o.priority;
+  bo.lambda = parse_lambda(o.lambda);
+  bo.resize.seed = o.seed;
+  return bo;
+}
+
+// --eval-only: the loss of the loaded checkpoint on the whole of --data (no split), in windows
+// from the file's start.
+int evaluate_checkpoint(const TrainOptions& o, GPT& model, const Corpus& corpus, bool lead) {
+  FLEXTP_CHECK(!o.load.empty(), "--eval-only needs --load CHECKPOINT");
+  int64_t windows = eval_window_count(corpus.all, o, "--data");
+  double loss = evaluate(model, corpus.all, o.seq_len, windows, o.batch);
+  if (lead)
+    std::printf("eval %s: %lld windows of %lld tokens from the start of %s: loss %.6f\n", o.load.c_str(),
+                (long long)windows, (long long)o.seq_len, o.data.empty() ? "the default corpus" : o.data.c_str(), loss);
+  return 0;
+}
+
+void print_run_header(TrainLog& log, const TrainOptions& o, const GPTConfig& c, GPT& model,
+                      const Corpus& corpus, Device device) {
+  int64_t parameters = 0;
+  for (Parameter* p : model.parameters()) parameters += numel(logical_shape(*p));
+  log.say("flextp: %s, %lld parameters, %lld train / %lld val tokens, batch %lld x %lld, on %s%s\n", c.str().c_str(),
+          (long long)parameters, (long long)corpus.train.size(), (long long)corpus.val.size(), (long long)o.batch,
+          (long long)o.seq_len, device.str().c_str(),
+          !device.is_cuda() ? "" : o.bf16 ? " (bf16 matmuls)" : o.tf32 ? " (TF32 matmuls)" : "");
+  log.say("unigram entropy of the training tokens: %.4f nats (a context-free model's loss)\n",
+          unigram_entropy(corpus.train));
+}
+
+// Setting up (data, model, optimizer, checkpoint, balancer), then the loop: a step, its report
+// to the log and the metrics, evaluation and periodic checkpoints; at the end the final save,
+// the export and a sample.
 int run(const TrainOptions& options, const CLI::App& app, Communicator& world, Device device) {
   TrainOptions o = options;
   if (!o.load.empty() && !o.eval_only) o.seed = resumed_seed(o, app);
@@ -213,88 +273,40 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   comm.set_sync_gpu(device.is_cuda());
   cuda::set_matmul_precision(cuda::matmul_precision_of(o.tf32, o.bf16));
   cuda::choose_attention(o.attention);
-  std::unique_ptr<Contention> contention;
-  for (const std::string& spec : o.contend) {
-    auto [rank, threads] = parse_contend(spec);
-    FLEXTP_CHECK(rank < world.size(), "--contend names rank ", rank, " but there are only ", world.size());
-    if (rank == world.rank()) contention = std::make_unique<Contention>(threads);
-  }
+  std::unique_ptr<Contention> contended = contention(o, world);
   const bool lead = comm.rank() == 0;  // rank 0 alone prints and writes files
-  auto say = [lead](const char* fmt, auto... args) {
-    if (lead) std::printf(fmt, args...);
-  };
   std::unique_ptr<Tokenizer> tokenizer = make_tokenizer(o.tokenizer, o.tokenizer_dir);
   const Tokenizer& tok = *tokenizer;
-  std::vector<int32_t> all = o.data.empty() ? tok.encode(default_corpus_text()) : load_tokens(o.data, tok);
-  std::vector<int32_t> train_tokens, val_tokens;
-  if (o.val_data.empty())
-    split_tokens(all, o.val_fraction, train_tokens, val_tokens);
-  else
-    train_tokens = all, val_tokens = load_tokens(o.val_data, tok);
+  Corpus corpus = read_corpus(o, tok);
   GPTConfig c = model_config(o, tok, app);
-  check_vocab(all, c.vocab_size, o.data.empty() ? "the default corpus" : o.data);
-  check_vocab(val_tokens, c.vocab_size, o.val_data.empty() ? "the validation split" : o.val_data);
+  check_vocab(corpus.all, c.vocab_size, o.data.empty() ? "the default corpus" : o.data);
+  check_vocab(corpus.val, c.vocab_size, o.val_data.empty() ? "the validation split" : o.val_data);
 
   Partition partition = initial_partition(o, c, comm.size());
   GPT model(c, LocalUnits::of_rank(c, partition, comm.rank()), &comm);
   model.to(device);  // initialised on the host (the same numbers on every device), then moved
-  std::vector<Parameter*> params = model.parameters();
-  set_weight_decay(params, o.no_decay);
+  set_weight_decay(model.parameters(), o.no_decay);
   model.set_imputation(o.impute == "stale" ? Impute::Stale : Impute::Zero);
-  std::unique_ptr<Optimizer> opt;
-  if (o.optimizer == "sgd")
-    opt = std::make_unique<SGD>(SGDOptions{o.momentum, o.weight_decay});
-  else
-    opt = std::make_unique<AdamW>(AdamWOptions{0.9, 0.999, 1e-8, o.weight_decay});
-
+  std::unique_ptr<Optimizer> opt = make_optimizer(o);
   int64_t start = 0;
   if (!o.load.empty()) start = load_checkpoint(o.load, model, o.eval_only ? nullptr : opt.get(), &comm).step;
   // Before the first collective that depends on them.
-  check_ranks_agree(comm.untimed(), input_fingerprints(o, app, tok, c, train_tokens, val_tokens, start));
-  if (o.eval_only) {
-    FLEXTP_CHECK(!o.load.empty(), "--eval-only needs --load CHECKPOINT");
-    // Evaluate on the whole of --data (no split): windows from the file's start.
-    int64_t windows = eval_window_count(all, o, "--data");
-    say("eval %s: %lld windows of %lld tokens from the start of %s: loss %.6f\n",
-                o.load.c_str(), (long long)windows, (long long)o.seq_len,
-                o.data.empty() ? "the default corpus" : o.data.c_str(),
-                evaluate(model, all, o.seq_len, windows, o.batch));
-    return 0;
-  }
-
-  if (!o.load.empty()) {
-    say("resumed %s at step %lld with its seed %llu\n", o.load.c_str(), (long long)start, (unsigned long long)o.seed);
-  }
-  if (!o.fault_kill.empty()) check_fault_spec("--fault-kill", o.fault_kill, comm.size());
-  if (!o.fault_hang.empty()) check_fault_spec("--fault-hang", o.fault_hang, comm.size());
-  BatchSampler sampler(&train_tokens, o.batch, o.seq_len, o.seed);
-  int64_t val_windows = val_tokens.empty() ? 0 : eval_window_count(val_tokens, o, "the validation data");
-  CosineSchedule sched{o.lr, o.min_lr, o.warmup, o.steps};
-  std::ofstream metrics;
-  if (!o.metrics.empty() && lead) {
-    metrics.open(o.metrics, std::ios::app);
-    FLEXTP_CHECK(metrics, "cannot open --metrics file ", o.metrics);
-  }
-  say("flextp: %s, %lld parameters, %lld train / %lld val tokens, batch %lld x %lld, on %s%s\n",
-              c.str().c_str(), (long long)[&] { int64_t n = 0; for (auto* p : params) n += numel(logical_shape(*p)); return n; }(),
-              (long long)train_tokens.size(), (long long)val_tokens.size(), (long long)o.batch,
-              (long long)o.seq_len, device.str().c_str(), !device.is_cuda() ? "" : o.bf16 ? " (bf16 matmuls)" : o.tf32 ? " (TF32 matmuls)" : "");
-  say("unigram entropy of the training tokens: %.4f nats (a context-free model's loss)\n",
-      unigram_entropy(train_tokens));
-  if (comm.size() > 1) say("tensor parallel: %d ranks over %s; units per rank: %s\n", comm.size(), comm.backend(),
-                           partition.str().c_str());
+  check_ranks_agree(comm.untimed(), input_fingerprints(o, app, tok, c, corpus.train, corpus.val, start));
+  if (o.eval_only) return evaluate_checkpoint(o, model, corpus, lead);
+  if (!o.load.empty() && lead)
+    std::printf("resumed %s at step %lld with its seed %llu\n", o.load.c_str(), (long long)start, (unsigned long long)o.seed);
+  FaultHook faults(o.fault_nan_steps, o.fault_kill, o.fault_hang, comm.rank(), comm.size());
+  BatchSampler sampler(&corpus.train, o.batch, o.seq_len, o.seed);
+  int64_t val_windows = corpus.val.empty() ? 0 : eval_window_count(corpus.val, o, "the validation data");
+  TrainLog log(lead, o, device.is_cuda());
+  print_run_header(log, o, c, model, corpus, device);
+  if (comm.size() > 1) log.say("tensor parallel: %d ranks over %s; units per rank: %s\n", comm.size(), comm.backend(),
+                               partition.str().c_str());
   UnitCosts costs = gpt_unit_costs(c, o.batch, o.seq_len, static_cast<int>(opt->slot_names().size()));
   CommCostModel comm_model = communication_model(comm.untimed(), o, c, costs, device);
   comm.set_reduce_method(comm_model.reduce);
-  if (comm.size() > 1) say("communication (fitted on this communicator):\n%s", comm_model.table().c_str());
-  BalanceOptions bo;
-  bo.policy = o.balance;
-  bo.planner = {o.horizon, o.min_gain};
-  bo.window = static_cast<int>(o.monitor_window);
-  bo.resize.priority = o.priority;
-  bo.lambda = parse_lambda(o.lambda);
-  bo.resize.seed = o.seed;
-  Balancer balancer(comm.untimed(), partition, costs, comm_model, bo);
+  if (comm.size() > 1) log.say("communication (fitted on this communicator):\n%s", comm_model.table().c_str());
+  Balancer balancer(comm.untimed(), partition, costs, comm_model, balance_options(o));
   Watchdog watchdog(comm.size() > 1 ? o.rank_timeout : 0, comm.rank());
   // Rank 0 writes files while the other ranks wait for it, for as long as the disk takes: the
   // watchdog is off on every rank, and the ranks leave together so that none waits in the next
@@ -316,100 +328,38 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
                     "; the files of any earlier save are untouched");
       }
     });
-    say("saved %s (step %lld)\n", path.c_str(), (long long)step);
+    log.say("saved %s (step %lld)\n", path.c_str(), (long long)step);
   };
-  Progress progress(lead, o.steps);
-  int64_t bad_in_row = 0, bad_total = 0;
+  Trainer trainer(o, model, *opt, comm, balancer, watchdog, sampler, faults, [&](const StepReport& r) { log.skipped(r); });
 
   for (int64_t step = start; step < o.steps; ++step) {
-    double t0 = bench::now_ms();
-    comm.begin_step(step);
-    model.set_step(static_cast<uint64_t>(step));
-    watchdog.beat(step + 1);
-    Batch b = sampler.at_step(step);
-    Tensor loss = model.loss(b.ids, b.targets);
-    double loss_v = loss.item(), norm = std::numeric_limits<double>::quiet_NaN(), lr = sched.at(step);
-    if (std::find(o.fault_nan_steps.begin(), o.fault_nan_steps.end(), step + 1) != o.fault_nan_steps.end())
-      loss_v = std::numeric_limits<double>::quiet_NaN();
-    fault_point(o.fault_kill, comm.rank(), step + 1, SIGKILL);
-    fault_point(o.fault_hang, comm.rank(), step + 1, SIGSTOP);
-    // Every rank sees the same loss and norm (both are reduced), so all skip a bad step together.
-    bool good = std::isfinite(loss_v);
-    if (good) {
-      loss.backward();
-      norm = clip_grad_norm(params, o.grad_clip, &comm);
-      good = std::isfinite(norm);
+    StepReport r = trainer.step(step);
+    log.step(r);
+    if (val_windows && ((o.eval_every && r.step % o.eval_every == 0) || r.last)) {
+      r.val_loss = evaluate(model, corpus.val, o.seq_len, val_windows, o.batch, [&] { watchdog.beat(r.step); });
+      log.validation(r);
     }
-    if (good) {
-      balancer.observe_gradients(params, step);
-      opt->step(params, lr);
-      bad_in_row = 0;
-    } else {
-      ++bad_in_row, ++bad_total;
-      progress.clear_line();
-      say("step %5lld | warning: non-finite %s: step skipped (%lld in a row, %lld in all)\n", (long long)step + 1,
-          std::isfinite(loss_v) ? "gradient" : "loss", (long long)bad_in_row, (long long)bad_total);
-    }
-    for (Parameter* p : params) p->value.zero_grad();
-    FLEXTP_CHECK(bad_in_row < o.max_bad_steps, "stopping at step ", step + 1, ": ", bad_in_row,
-                 " steps in a row had a non-finite loss or gradient (--max-bad-steps ", o.max_bad_steps,
-                 "); lower --lr or raise --grad-clip. The last good checkpoint is untouched",
-                 o.save.empty() ? std::string(" (none was saved: no --save)") : ": see --save " + o.save + " and its -step files");
-    comm.end_segment();
-    BalanceStep bal = balancer.after_step(comm.compute_ms(), comm.wait_ms(), params, opt->slot_names());
-    double ms = bench::now_ms() - t0, tok_s = o.batch * o.seq_len / (ms / 1000.0);
-    bool last = step + 1 == o.steps;
-    nlohmann::json line = {{"step", step + 1}, {"lr", lr}, {"ms", ms}, {"tokens_per_s", tok_s}};
-    // JSON has no NaN: a skipped step's values are null, and it says that it was skipped.
-    line["loss"] = std::isfinite(loss_v) ? nlohmann::json(loss_v) : nlohmann::json(nullptr);
-    line["grad_norm"] = std::isfinite(norm) ? nlohmann::json(norm) : nlohmann::json(nullptr);
-    if (!good) line["skipped"] = true;
-    if (comm.size() > 1) {
-      line["ranks"] = rank_table(balancer);
-      line["plan"] = bal.choice;
-      line["predicted_ms"] = bal.plan.now_ms;
-      line["ideal_ms"] = bal.plan.ideal_ms;
-      line["moved_bytes"] = bal.moved.bytes_sent;
-    }
-    if (step % o.log_every == 0 || last) {
-      progress.clear_line();
-      say("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s\n", (long long)step + 1,
-                  loss_v, lr, ms, tok_s);
-      if (comm.size() > 1) say("%s", balancer.monitor().str().c_str());
-      // Where cuDNN was asked for but cannot take the attention, the first step says why.
-      if (step == 0 && device.is_cuda()) say("attention on %s\n", cuda::attention_path().c_str());
-    }
-    progress.step(step + 1, loss_v, ms);
-    if (bal.plan.migrate)
-      say("step %5lld | %s; moved in %.1f ms; units per rank now %s\n", (long long)step + 1,
-          bal.plan.str().c_str(), bal.migrate_ms, balancer.partition().str().c_str());
-    if (val_windows && ((o.eval_every && (step + 1) % o.eval_every == 0) || last)) {
-      double val = evaluate(model, val_tokens, o.seq_len, val_windows, o.batch, [&] { watchdog.beat(step + 1); });
-      line["val_loss"] = val;
-      progress.clear_line();
-      say("step %5lld | val loss %.4f\n", (long long)step + 1, val);
-    }
-    if (metrics.is_open()) metrics << line.dump() << "\n" << std::flush;
-    if (!o.save.empty() && o.save_every && (step + 1) % o.save_every == 0 && !last && good) {
-      progress.clear_line();
-      save(periodic_checkpoint_path(o.save, step + 1), step + 1);
+    log.metrics(r);
+    if (!o.save.empty() && o.save_every && r.step % o.save_every == 0 && !r.last && !r.skipped) {
+      log.clear_line();
+      save(periodic_checkpoint_path(o.save, r.step), r.step);
       if (lead && o.keep_last > 0) remove_old_checkpoints(o.save, o.keep_last);
     }
     std::fflush(stdout);
   }
-  progress.clear_line();
+  log.clear_line();
   watchdog.beat(o.steps + 1);
   if (!o.save.empty()) save(o.save, std::max(start, o.steps));
   if (!o.export_hf.empty()) {
     unwatched([&] { export_hf(o.export_hf, model, &comm); });
-    say("exported %s/config.json and %s/model.safetensors (transformers: GPT2LMHeadModel.from_pretrained)\n",
-        o.export_hf.c_str(), o.export_hf.c_str());
+    log.say("exported %s/config.json and %s/model.safetensors (transformers: GPT2LMHeadModel.from_pretrained)\n",
+            o.export_hf.c_str(), o.export_hf.c_str());
   }
   if (o.sample > 0) {
     std::vector<int32_t> prompt = tok.encode(o.prompt.empty() ? "\n" : o.prompt);
     std::vector<int32_t> out;
     unwatched([&] { out = generate(model, prompt, {o.sample, o.temperature, o.top_k, o.seed}); });
-    say("---- sample ----\n%s\n----------------\n", tok.decode(out).c_str());
+    log.say("---- sample ----\n%s\n----------------\n", tok.decode(out).c_str());
   }
   return 0;
 }

@@ -5,23 +5,38 @@
 #include <string>
 #include <vector>
 
+#include "nn/config.h"
+#include "optim/optimizer.h"
+#include "optim/schedule.h"
 #include "parallel/balance_options.h"
+#include "parallel/planner.h"
+#include "parallel/resizer.h"
 
 namespace flextp {
 
+// Where a library type already has a default, the flag takes it from there: one source for each.
+namespace library_defaults {
+inline const GPTConfig model;
+inline const PlannerOptions planner;
+inline const ResizeOptions resize;
+inline const SGDOptions sgd;
+inline const CosineSchedule schedule;
+}  // namespace library_defaults
+
 struct TrainOptions {
-  // model
-  int64_t n_layer = 4, n_head = 4, n_embd = 128, seq_len = 128, n_positions = 0, vocab = 0;
-  int64_t mlp_unit = 32, vocab_unit = 64;
-  double dropout = 0.0;
+  // model (n_positions 0: --seq-len; vocab 0: the tokenizer's)
+  int64_t n_layer = library_defaults::model.n_layer, n_head = library_defaults::model.n_head,
+          n_embd = library_defaults::model.n_embd, seq_len = 128, n_positions = 0, vocab = 0;
+  int64_t mlp_unit = library_defaults::model.mlp_unit, vocab_unit = library_defaults::model.vocab_unit;
+  double dropout = library_defaults::model.dropout;
   // run
   std::string data, val_data, save, load, metrics, optimizer = "adamw", prompt = "\n";
   std::string no_decay = "bias,ln_,wpe";
   int64_t batch = 16, steps = 600, warmup = 50, eval_every = 100, eval_batches = 10, log_every = 10,
           save_every = 0, sample = 0, top_k = 40;
-  double lr = 1e-3, min_lr = 1e-4, weight_decay = 0.1, grad_clip = 1.0, val_fraction = 0.1,
-         temperature = 0.8, momentum = 0.9;
-  uint64_t seed = 1337;
+  double lr = library_defaults::schedule.max_lr, min_lr = library_defaults::schedule.min_lr, weight_decay = 0.1,
+         grad_clip = 1.0, val_fraction = 0.1, temperature = 0.8, momentum = library_defaults::sgd.momentum;
+  uint64_t seed = library_defaults::model.seed;
   bool eval_only = false;
   std::string device = "cpu";  // cpu, cuda (one GPU per local rank) or cuda:N
   bool tf32 = false, bf16 = false;

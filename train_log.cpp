@@ -1,0 +1,69 @@
+#include "train_log.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/cuda/cuda_runtime_api.h"
+
+namespace flextp {
+
+namespace {
+
+// JSON has no NaN: a value that is not finite is null.
+nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+TrainLog::TrainLog(bool lead, const TrainOptions& o, bool cuda)
+    : lead_(lead), cuda_(cuda), log_every_(o.log_every), progress_(lead, o.steps) {
+  if (!o.metrics.empty() && lead) {
+    metrics_.open(o.metrics, std::ios::app);
+    FLEXTP_CHECK(metrics_, "cannot open --metrics file ", o.metrics);
+  }
+}
+
+void TrainLog::skipped(const StepReport& r) {
+  progress_.clear_line();
+  say("step %5lld | warning: non-finite %s: step skipped (%lld in a row, %lld in all)\n", (long long)r.step,
+      std::isfinite(r.loss) ? "gradient" : "loss", (long long)r.bad_in_row, (long long)r.bad_total);
+}
+
+void TrainLog::step(const StepReport& r) {
+  if ((r.step - 1) % log_every_ == 0 || r.last) {
+    progress_.clear_line();
+    say("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s\n", (long long)r.step, r.loss, r.lr, r.ms,
+        r.tokens_per_s);
+    say("%s", r.ranks_text.c_str());
+    // Where cuDNN was asked for but cannot take the attention, the first step says why.
+    if (r.step == 1 && cuda_) say("attention on %s\n", cuda::attention_path().c_str());
+  }
+  progress_.step(r.step, r.loss, r.ms);
+  if (r.balance.plan.migrate)
+    say("step %5lld | %s; moved in %.1f ms; units per rank now %s\n", (long long)r.step,
+        r.balance.plan.str().c_str(), r.balance.migrate_ms, r.partition_text.c_str());
+}
+
+void TrainLog::validation(const StepReport& r) {
+  progress_.clear_line();
+  say("step %5lld | val loss %.4f\n", (long long)r.step, *r.val_loss);
+}
+
+void TrainLog::metrics(const StepReport& r) {
+  if (!metrics_.is_open()) return;
+  nlohmann::json line = {{"step", r.step}, {"lr", r.lr}, {"ms", r.ms}, {"tokens_per_s", r.tokens_per_s},
+                         {"loss", finite_or_null(r.loss)}, {"grad_norm", finite_or_null(r.grad_norm)}};
+  if (r.skipped) line["skipped"] = true;
+  if (!r.ranks.empty()) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const RankRow& row : r.ranks)
+      ranks.push_back({{"compute_ms", row.compute_ms}, {"wait_ms", row.wait_ms}, {"units", row.units}, {"speed", row.speed}});
+    line["ranks"] = ranks;
+    line["plan"] = r.balance.choice;
+    line["predicted_ms"] = r.balance.plan.now_ms;
+    line["ideal_ms"] = r.balance.plan.ideal_ms;
+    line["moved_bytes"] = r.balance.moved.bytes_sent;
+  }
+  if (r.val_loss) line["val_loss"] = *r.val_loss;
+  metrics_ << line.dump() << "\n" << std::flush;
+}
+
+}  // namespace flextp

@@ -1,0 +1,37 @@
+#pragma once
+// What rank 0 writes while training, all of it read from the StepReports: the console's log
+// lines, the live progress line (train_progress.h) and the metrics file, one JSON line per step.
+// The other ranks write nothing.
+#include <cstdio>
+#include <fstream>
+
+#include "train_progress.h"
+#include "trainer.h"
+
+namespace flextp {
+
+class TrainLog {
+ public:
+  // Opens --metrics for appending; `cuda`: the first step says which attention runs.
+  TrainLog(bool lead, const TrainOptions& o, bool cuda);
+  template <typename... Args>
+  void say(const char* fmt, Args... args) {
+    if (lead_) std::printf(fmt, args...);
+  }
+  void clear_line() { progress_.clear_line(); }
+  // The warning of a skipped step.
+  void skipped(const StepReport& r);
+  // Every log_every steps and at the last: the step's line and, with several ranks, the
+  // monitor's table; the progress line; a migration's line.
+  void step(const StepReport& r);
+  void validation(const StepReport& r);
+  void metrics(const StepReport& r);
+
+ private:
+  bool lead_, cuda_;
+  int64_t log_every_;
+  Progress progress_;
+  std::ofstream metrics_;
+};
+
+}  // namespace flextp

@@ -1,0 +1,62 @@
+#pragma once
+// One training step, the whole of it: forward, the fault hook, backward, clipping and the
+// optimizer (or, when the loss or the gradient is not finite, a skipped step), then the balancer
+// between steps. step() returns what happened as a StepReport; train.cpp's loop hands it to the
+// console, the metrics file and the checkpoints, which read nothing else.
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "train_faults.h"
+#include "train_options.h"
+#include "data/batches.h"
+#include "nn/gpt.h"
+#include "optim/optimizer.h"
+#include "optim/schedule.h"
+#include "parallel/balancer.h"
+#include "parallel/straggler.h"
+
+namespace flextp {
+
+struct StepReport {
+  int64_t step = 0;   // counted from 1
+  bool last = false;  // the run's final step
+  double lr = 0;
+  double loss = NAN, grad_norm = NAN;  // NaN where not finite or not computed (a skipped step)
+  bool skipped = false;
+  int64_t bad_in_row = 0, bad_total = 0;  // skipped steps
+  double ms = 0, tokens_per_s = 0;        // the whole step, the balancer's work included
+  BalanceStep balance;                    // the plan, the policy's choice, the bytes moved
+  // With several ranks: the monitor's table after this step, and the partition after a migration.
+  std::vector<RankRow> ranks;
+  std::string ranks_text, partition_text;
+  std::optional<double> val_loss;  // set by the loop on the steps it evaluates
+};
+
+class Trainer {
+ public:
+  // `on_skip` hears of a skipped step before too many in a row stop the run (its warning
+  // comes before the error).
+  Trainer(const TrainOptions& o, GPT& model, Optimizer& opt, StepClock& clock, Balancer& balancer,
+          Watchdog& watchdog, BatchSampler sampler, FaultHook faults, std::function<void(const StepReport&)> on_skip);
+  // Global step `step`, counted from 0 (a resumed run starts at its checkpoint's step).
+  StepReport step(int64_t step);
+
+ private:
+  const TrainOptions& o_;
+  GPT& model_;
+  std::vector<Parameter*> params_;
+  Optimizer& opt_;
+  StepClock& clock_;
+  Balancer& balancer_;
+  Watchdog& watchdog_;
+  FaultHook faults_;
+  BatchSampler sampler_;
+  CosineSchedule schedule_;
+  std::function<void(const StepReport&)> on_skip_;
+  int64_t bad_in_row_ = 0, bad_total_ = 0;
+};
+
+}  // namespace flextp
