@@ -211,8 +211,6 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   // and emulates a slower rank when asked to.
   StepClock comm(world, slowdown(o, world.size()));
   comm.set_sync_gpu(device.is_cuda());
-  cuda::set_matmul_precision(cuda::matmul_precision_of(o.tf32, o.bf16));
-  cuda::choose_attention(o.attention);
   std::unique_ptr<Contention> contention;
   for (const std::string& spec : o.contend) {
     auto [rank, threads] = parse_contend(spec);
@@ -238,6 +236,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   Partition partition = initial_partition(o, c, comm.size());
   GPT model(c, LocalUnits::of_rank(c, partition, comm.rank()), &comm);
   model.to(device);  // initialised on the host (the same numbers on every device), then moved
+  model.set_numerics(numerics_of(matmul_precision_of(o.tf32, o.bf16), o.attention));
   std::vector<Parameter*> params = model.parameters();
   set_weight_decay(params, o.no_decay);
   model.set_imputation(o.impute == "stale" ? Impute::Stale : Impute::Zero);
