@@ -148,9 +148,6 @@ void StepClock::all_reduce(Tensor& t, ReduceOp op) {
 }
 void StepClock::broadcast(Tensor& t, int root) { collective([&] { inner_.broadcast(t, root); }); }
 void StepClock::all_gather(const Tensor& in, Tensor& out) { collective([&] { inner_.all_gather(in, out); }); }
-void StepClock::all_gather_v(const Tensor& in, Tensor& out, const std::vector<int64_t>& rows_of) {
-  collective([&] { inner_.all_gather_v(in, out, rows_of); });
-}
 void StepClock::reduce_scatter(const Tensor& in, Tensor& out) {
   collective([&] { inner_.reduce_scatter(in, out); });
 }
