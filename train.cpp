@@ -141,9 +141,12 @@ double parse_lambda(const std::string& s) {
 // Emulated stragglers (--straggler, --straggler-trace) for this run's ranks.
 SlowdownSchedule slowdown(const TrainOptions& o, int ranks) {
   std::vector<StragglerSpec> specs;
-  for (const std::string& s : o.stragglers) specs.push_back(parse_straggler(s));
-  SlowdownSchedule schedule(specs, ranks);
-  if (!o.straggler_trace.empty()) schedule.load_trace(o.straggler_trace);
+  for (const std::string& s : o.stragglers) specs.push_back(with_flag("--straggler", [&] { return parse_straggler(s); }));
+  SlowdownSchedule schedule = with_flag("--straggler", [&] { return SlowdownSchedule(specs, ranks); });
+  if (!o.straggler_trace.empty()) {
+    FLEXTP_CHECK(std::ifstream(o.straggler_trace).good(), "cannot open --straggler-trace file ", o.straggler_trace);
+    with_flag("--straggler-trace", [&] { schedule.load_trace(o.straggler_trace); });
+  }
   return schedule;
 }
 
@@ -213,7 +216,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   comm.set_sync_gpu(device.is_cuda());
   std::unique_ptr<Contention> contention;
   for (const std::string& spec : o.contend) {
-    auto [rank, threads] = parse_contend(spec);
+    auto [rank, threads] = with_flag("--contend", [&] { return parse_contend(spec); });
     FLEXTP_CHECK(rank < world.size(), "--contend names rank ", rank, " but there are only ", world.size());
     if (rank == world.rank()) contention = std::make_unique<Contention>(threads);
   }
@@ -223,7 +226,8 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   };
   std::unique_ptr<Tokenizer> tokenizer = make_tokenizer(o.tokenizer, o.tokenizer_dir);
   const Tokenizer& tok = *tokenizer;
-  std::vector<int32_t> all = o.data.empty() ? tok.encode(default_corpus_text()) : load_tokens(o.data, tok);
+  std::vector<int32_t> all =
+      o.data.empty() ? tok.encode(with_flag("no --data", [] { return default_corpus_text(); })) : load_tokens(o.data, tok);
   std::vector<int32_t> train_tokens, val_tokens;
   if (o.val_data.empty())
     split_tokens(all, o.val_fraction, train_tokens, val_tokens);
@@ -400,7 +404,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   watchdog.beat(o.steps + 1);
   if (!o.save.empty()) save(o.save, std::max(start, o.steps));
   if (!o.export_hf.empty()) {
-    unwatched([&] { export_hf(o.export_hf, model, &comm); });
+    unwatched([&] { with_flag("--export-hf", [&] { export_hf(o.export_hf, model, &comm); }); });
     say("exported %s/config.json and %s/model.safetensors (transformers: GPT2LMHeadModel.from_pretrained)\n",
         o.export_hf.c_str(), o.export_hf.c_str());
   }
@@ -433,7 +437,7 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<Communicator> comm;
   try {
-    Device device = choose_device(o.device);
+    Device device = with_flag("--device " + o.device, [&] { return choose_device(o.device); });
     // Ranks on GPUs talk over NCCL (device memory, no host staging); MPI only brings them up.
     // --comm-backend mpi stages GPU tensors through the host instead: NCCL refuses two ranks
     // on one GPU, MPI does not.
