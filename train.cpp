@@ -137,9 +137,12 @@ double parse_lambda(const std::string& s) {
 // Emulated stragglers (--straggler, --straggler-trace) for this run's ranks.
 SlowdownSchedule slowdown(const TrainOptions& o, int ranks) {
   std::vector<StragglerSpec> specs;
-  for (const std::string& s : o.stragglers) specs.push_back(parse_straggler(s));
-  SlowdownSchedule schedule(specs, ranks);
-  if (!o.straggler_trace.empty()) schedule.load_trace(o.straggler_trace);
+  for (const std::string& s : o.stragglers) specs.push_back(with_flag("--straggler", [&] { return parse_straggler(s); }));
+  SlowdownSchedule schedule = with_flag("--straggler", [&] { return SlowdownSchedule(specs, ranks); });
+  if (!o.straggler_trace.empty()) {
+    FLEXTP_CHECK(std::ifstream(o.straggler_trace).good(), "cannot open --straggler-trace file ", o.straggler_trace);
+    with_flag("--straggler-trace", [&] { schedule.load_trace(o.straggler_trace); });
+  }
   return schedule;
 }
 
@@ -200,7 +203,7 @@ struct Corpus {
 
 Corpus read_corpus(const TrainOptions& o, const Tokenizer& tok) {
   Corpus c;
-  c.all = o.data.empty() ? tok.encode(default_corpus_text()) : load_tokens(o.data, tok);
+  c.all = o.data.empty() ? tok.encode(with_flag("no --data", [] { return default_corpus_text(); })) : load_tokens(o.data, tok);
   if (o.val_data.empty())
     split_tokens(c.all, o.val_fraction, c.train, c.val);
   else
@@ -212,7 +215,7 @@ Corpus read_corpus(const TrainOptions& o, const Tokenizer& tok) {
 std::unique_ptr<Contention> contention(const TrainOptions& o, const Communicator& world) {
   std::unique_ptr<Contention> out;
   for (const std::string& spec : o.contend) {
-    auto [rank, threads] = parse_contend(spec);
+    auto [rank, threads] = with_flag("--contend", [&] { return parse_contend(spec); });
     FLEXTP_CHECK(rank < world.size(), "--contend names rank ", rank, " but there are only ", world.size());
     if (rank == world.rank()) out = std::make_unique<Contention>(threads);
   }
@@ -271,8 +274,6 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   // and emulates a slower rank when asked to.
   StepClock comm(world, slowdown(o, world.size()));
   comm.set_sync_gpu(device.is_cuda());
-  cuda::set_matmul_precision(cuda::matmul_precision_of(o.tf32, o.bf16));
-  cuda::choose_attention(o.attention);
   std::unique_ptr<Contention> contended = contention(o, world);
   const bool lead = comm.rank() == 0;  // rank 0 alone prints and writes files
   std::unique_ptr<Tokenizer> tokenizer = make_tokenizer(o.tokenizer, o.tokenizer_dir);
@@ -285,6 +286,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   Partition partition = initial_partition(o, c, comm.size());
   GPT model(c, LocalUnits::of_rank(c, partition, comm.rank()), &comm);
   model.to(device);  // initialised on the host (the same numbers on every device), then moved
+  model.set_numerics(numerics_of(matmul_precision_of(o.tf32, o.bf16), o.attention));
   set_weight_decay(model.parameters(), o.no_decay);
   model.set_imputation(o.impute == "stale" ? Impute::Stale : Impute::Zero);
   std::unique_ptr<Optimizer> opt = make_optimizer(o);
@@ -351,7 +353,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   watchdog.beat(o.steps + 1);
   if (!o.save.empty()) save(o.save, std::max(start, o.steps));
   if (!o.export_hf.empty()) {
-    unwatched([&] { export_hf(o.export_hf, model, &comm); });
+    unwatched([&] { with_flag("--export-hf", [&] { export_hf(o.export_hf, model, &comm); }); });
     log.say("exported %s/config.json and %s/model.safetensors (transformers: GPT2LMHeadModel.from_pretrained)\n",
             o.export_hf.c_str(), o.export_hf.c_str());
   }
@@ -384,7 +386,7 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<Communicator> comm;
   try {
-    Device device = choose_device(o.device);
+    Device device = with_flag("--device " + o.device, [&] { return choose_device(o.device); });
     // Ranks on GPUs talk over NCCL (device memory, no host staging); MPI only brings them up.
     // --comm-backend mpi stages GPU tensors through the host instead: NCCL refuses two ranks
     // on one GPU, MPI does not.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "nn/config.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
@@ -63,5 +64,17 @@ struct TrainOptions {
 };
 
 void add_train_flags(CLI::App& app, TrainOptions& o);
+
+// Runs f, which reads what `flag` gave. The library's errors name the problem in its own terms;
+// this puts the flag in front, so the user knows what to change:
+//   --straggler: straggler '1:fast' (RANK:FACTOR[:FROM[:TO]]): 'fast' is not a number
+template <typename F>
+auto with_flag(const std::string& flag, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw Error(flag + ": " + e.what());
+  }
+}
 
 }  // namespace flextp

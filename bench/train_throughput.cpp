@@ -59,22 +59,21 @@ double peak_rss_mb() {
 }
 
 // The H200's dense datasheet peak for the matmul precision.
-double peak_tflops(cuda::MatmulPrecision precision) {
-  return precision == cuda::MatmulPrecision::bf16   ? kH200Bf16
-         : precision == cuda::MatmulPrecision::tf32 ? kH200Tf32
+double peak_tflops(MatmulPrecision precision) {
+  return precision == MatmulPrecision::bf16   ? kH200Bf16
+         : precision == MatmulPrecision::tf32 ? kH200Tf32
                                                     : kH200Fp32;
 }
 
 // Trains one config in this process; prints a JSON line.
-int run_one(const BenchConfig& b, int steps, int warmup, Device device, cuda::MatmulPrecision precision,
+int run_one(const BenchConfig& b, int steps, int warmup, Device device, MatmulPrecision precision,
             const std::string& attention) {
   GPTConfig c;
   c.vocab_size = b.vocab, c.n_positions = b.seq, c.n_layer = b.layers, c.n_head = b.heads;
   c.n_embd = b.embd;
-  cuda::set_matmul_precision(precision);
-  cuda::choose_attention(attention);
   GPT model(c);
   model.to(device);
+  model.set_numerics(numerics_of(precision, attention));
   AdamW opt({0.9, 0.999, 1e-8, 0.0});
   std::vector<Parameter*> params = model.parameters();
   std::vector<int32_t> ids(b.batch * b.seq), targets(b.batch * b.seq);
@@ -179,8 +178,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool gpu = device.is_cuda();
-  const cuda::MatmulPrecision matmuls = gpu ? cuda::matmul_precision_of(tf32, bf16) : cuda::MatmulPrecision::f32;
-  const std::string precision = cuda::precision_name(matmuls);
+  const MatmulPrecision matmuls = gpu ? matmul_precision_of(tf32, bf16) : MatmulPrecision::f32;
+  const std::string precision = precision_name(matmuls);
   if (configs.empty()) configs = gpu ? "gpt2-124m" : "default,tiny,small,medium,gpt2-small";
 
   std::vector<BenchConfig> table = kConfigs;
@@ -230,7 +229,7 @@ int main(int argc, char** argv) {
                   (long long)c->seq, (long long)c->layers, (long long)c->heads, (long long)c->embd,
                   (long long)c->batch);
     std::string flags = " --device " + device_spec + " --attention " + attention +
-                        (matmuls != cuda::MatmulPrecision::f32 ? " --" + precision : std::string()) +
+                        (matmuls != MatmulPrecision::f32 ? " --" + precision : std::string()) +
                         (batch > 0 ? " --batch " + std::to_string(batch) : "");
     Ran our_run = run_json(std::string(argv[0]) + " --one " + name + " --steps " + std::to_string(steps) +
                            " --warmup " + std::to_string(warmup) + flags);

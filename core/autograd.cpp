@@ -22,6 +22,16 @@ void accumulate(Tensor& slot, const Tensor& g) {
   slot = sum;
 }
 
+// A leaf's gradient accumulates (+=) over backward passes; the first contribution is copied, since
+// g may share memory with a tensor the graph still reads.
+void add_to_leaf_grad(Tensor leaf, const Tensor& g) {
+  Tensor slot = leaf.grad();
+  if (slot.defined())
+    add_inplace(slot, g);
+  else
+    leaf.impl().grad = g.clone().impl_ptr();
+}
+
 void check_grad(const Node& node, size_t input, const Tensor& g, const Shape& want, DType dtype) {
   FLEXTP_CHECK(g.shape() == want && g.dtype() == dtype, "backward of ", node.name,
                " returned a gradient ", g.str(), " for input ", input, " of shape ",
@@ -83,11 +93,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
                g0.str(), " does not match tensor ", root.str());
 
   if (!root.grad_fn()) {  // a leaf: its gradient is the given one
-    Tensor slot = root.grad();
-    if (slot.defined())
-      add_inplace(slot, g0);
-    else
-      root.impl().grad = g0.clone().impl_ptr();
+    add_to_leaf_grad(root, g0);
     return;
   }
 
@@ -137,12 +143,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
         accumulate(pending[e.node.get()], grads[i]);
       } else {
         check_grad(*node, i, grads[i], e.leaf->shape, e.leaf->dtype);
-        Tensor leaf(e.leaf);
-        Tensor slot = leaf.grad();
-        if (slot.defined())
-          add_inplace(slot, grads[i]);
-        else
-          e.leaf->grad = grads[i].clone().impl_ptr();
+        add_to_leaf_grad(Tensor(e.leaf), grads[i]);
       }
     }
     // Free what the node saved as soon as it has run.

@@ -20,12 +20,12 @@ int local_rank() {
 Device choose_device(const std::string& spec) {
   Device d = Device::parse(spec);
   if (d.is_cpu()) return d;
-  FLEXTP_CHECK(cuda_compiled(), "--device ", spec, ": this flextp build has no CUDA backend "
+  FLEXTP_CHECK(cuda_compiled(), "device ", spec, " needs the CUDA backend, which this flextp build has not "
                "(rebuild where nvcc is found, or with cmake -DFLEXTP_CUDA=ON)");
   int count = cuda::device_count();
-  FLEXTP_CHECK(count > 0, "--device ", spec, ": no GPU is visible (nvidia-smi; CUDA_VISIBLE_DEVICES)");
+  FLEXTP_CHECK(count > 0, "device ", spec, ": no GPU is visible (nvidia-smi; CUDA_VISIBLE_DEVICES)");
   if (spec == "cuda") d = Device::cuda(local_rank() % count);
-  FLEXTP_CHECK(d.index < count, "--device ", spec, ": only ", count, " GPU", count == 1 ? " is" : "s are",
+  FLEXTP_CHECK(d.index < count, "device ", spec, ": only ", count, " GPU", count == 1 ? " is" : "s are",
                " visible");
   cuda::use_device(d.index);
   return d;

@@ -15,6 +15,14 @@ struct Parameter {
   std::string name;  // logical name, the same on every rank (Hugging Face GPT-2 names)
   Tensor value;      // a leaf that requires grad
   std::map<std::string, Tensor> state;  // optimizer slots, each of value's shape
+  // The optimizer slot `name`, created as zeros of value's shape (on its device) when missing or
+  // of another shape: the optimizer's first step, or a repartition before the first step.
+  Tensor& slot(const std::string& name) {
+    auto it = state.find(name);
+    if (it == state.end() || it->second.shape() != value.shape())
+      it = state.insert_or_assign(name, Tensor::zeros(value.shape(), value.dtype(), value.device())).first;
+    return it->second;
+  }
   bool weight_decay = true;
 
   // Units: rows of `value` come in blocks of unit_rows rows, one block per owned unit, in the

@@ -19,7 +19,7 @@ BatchSampler::BatchSampler(const std::vector<int32_t>* tokens, int64_t batch, in
     : tokens_(tokens), batch_(batch), seq_len_(seq_len), seed_(seed) {
   FLEXTP_CHECK(batch > 0 && seq_len > 0, "batch size and sequence length must be positive");
   FLEXTP_CHECK(static_cast<int64_t>(tokens->size()) >= seq_len + 1, what, " has ", tokens->size(),
-               " tokens, fewer than seq_len + 1 = ", seq_len + 1, ": use more data or a shorter --seq-len");
+               " tokens, fewer than seq_len + 1 = ", seq_len + 1, ": use more data or a shorter sequence");
 }
 
 Batch BatchSampler::at_step(int64_t step) const {

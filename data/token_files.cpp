@@ -102,7 +102,7 @@ std::string default_corpus_text(const std::string& dir) {
   std::error_code ec;
   FLEXTP_CHECK(fs::is_directory(dir, ec), "the default corpus ", dir,
                " is missing: install Debian's fortunes packages (scripts/deps.sh, or apt-get "
-               "install fortunes fortunes-min) or pass --data FILE");
+               "install fortunes fortunes-min) or give a data file");
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir)) {
     std::string name = e.path().filename().string();

@@ -23,7 +23,7 @@ std::string ByteTokenizer::decode(const std::vector<int32_t>& ids) const {
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& kind, const std::string& dir) {
   if (kind == "byte") return std::make_unique<ByteTokenizer>();
   if (kind == "gpt2") return std::make_unique<Gpt2Tokenizer>(Gpt2Tokenizer::from_dir(dir));
-  FLEXTP_FAIL("--tokenizer '", kind, "' is not one of byte, gpt2");
+  FLEXTP_FAIL("tokenizer '", kind, "' is not one of byte, gpt2");
 }
 
 }  // namespace flextp

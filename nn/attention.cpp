@@ -34,9 +34,9 @@ int64_t CausalSelfAttention::active_heads() const {
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x) const {
-  Tensor qkv = c_attn.forward(x);                // [B, T, U*3*D] (U: active heads)
-  Tensor y = attention(qkv, active_heads());     // [B, T, U*D]
-  return c_proj.forward(y);                      // [B, T, C]
+  Tensor qkv = c_attn.forward(x);                         // [B, T, U*3*D] (U: active heads)
+  Tensor y = attention(qkv, active_heads(), numerics());  // [B, T, U*D]
+  return c_proj.forward(y);                               // [B, T, C]
 }
 
 }  // namespace flextp

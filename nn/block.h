@@ -10,7 +10,8 @@ class Block : public Module {
  public:
   Block(const std::string& prefix, const GPTConfig& c, std::vector<int64_t> heads,
         std::vector<int64_t> mlp_blocks, Communicator* comm);
-  // x [B, T, C] -> [B, T, C]. dropout_stream != 0 applies residual dropout with that stream.
+  // x [B, T, C] -> [B, T, C]. Residual dropout with probability `dropout` (0: none), its masks
+  // drawn from `dropout_seed` and a stream per block and branch (the same on every rank).
   Tensor forward(const Tensor& x, double dropout, uint64_t dropout_seed) const;
 
   LayerNorm& ln_1;

@@ -201,7 +201,7 @@ void export_hf(const std::string& dir, GPT& model, Communicator* comm) {
   if (writer) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    FLEXTP_CHECK(!ec && std::filesystem::is_directory(dir), "--export-hf: cannot create directory ", dir, ": ",
+    FLEXTP_CHECK(!ec && std::filesystem::is_directory(dir), "cannot create directory ", dir, ": ",
                  ec.message());
   }
   save_checkpoint(dir + "/model.safetensors", model, nullptr, TrainState{}, comm);

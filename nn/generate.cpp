@@ -11,8 +11,8 @@ namespace flextp {
 
 std::vector<int32_t> generate(GPT& model, std::vector<int32_t> tokens, const SampleOptions& o) {
   FLEXTP_CHECK(!tokens.empty(), "generate: the prompt must hold at least one token");
-  FLEXTP_CHECK(o.temperature >= 0, "--temperature must be >= 0, got ", o.temperature);
-  FLEXTP_CHECK(o.top_k >= 0, "--top-k must be >= 0, got ", o.top_k);
+  FLEXTP_CHECK(o.temperature >= 0, "sampling temperature must be >= 0, got ", o.temperature);
+  FLEXTP_CHECK(o.top_k >= 0, "sampling top-k must be >= 0, got ", o.top_k);
   NoGradGuard ng;
   model.set_training(false);
   const int64_t v = model.config().vocab_size, window = model.config().n_positions;

@@ -78,7 +78,8 @@ VocabLayout GPT::vocab_layout() const {
 
 Tensor GPT::local_logits(const Tensor& ids) const {
   // The tied LM head is column-split like the embedding: this rank's vocabulary rows only.
-  return matmul(copy_to_tensor_parallel(hidden(ids), comm_), wte.value, false, true);  // [B, T, Vl]
+  Tensor x = copy_to_tensor_parallel(hidden(ids), comm_);      // [B, T, C]
+  return matmul(x, wte.value, false, true, numerics().matmul);  // [B, T, Vl]
 }
 
 Tensor GPT::logits(const Tensor& ids) const {

@@ -64,9 +64,10 @@ Tensor active_rows(const Parameter& p) { return p.resized() ? slice_rows(p.value
 
 Tensor Linear::forward(const Tensor& x) const {
   if (split_ == Split::Column)
-    return add(matmul(copy_to_tensor_parallel(x, comm_), active_rows(weight), false, true), active_rows(bias));
+    return add(matmul(copy_to_tensor_parallel(x, comm_), active_rows(weight), false, true, numerics().matmul),
+               active_rows(bias));
   Tensor w = active_rows(weight);
-  Tensor partial = matmul(x, w);  // [..., out]: this rank's share of the sum
+  Tensor partial = matmul(x, w, false, false, numerics().matmul);  // [..., out]: this rank's share of the sum
   if (impute_ == Impute::Stale) {
     Tensor extra = impute_skipped(x, w);
     if (extra.defined()) partial = add(partial, extra);
@@ -93,7 +94,8 @@ Tensor Linear::impute_skipped(const Tensor& x, const Tensor& w) const {
     for (int64_t u : weight.units) {
       int64_t rows = weight.rows_of_unit(u);
       if (at + rows > in) break;  // the skipped units start here
-      Tensor c = view_as(matmul(slice_rows(view_as(mean_x, {in, 1}), at, rows).detach(), slice_rows(w.detach(), at, rows), true, false),
+      Tensor c = view_as(matmul(slice_rows(view_as(mean_x, {in, 1}), at, rows).detach(), slice_rows(w.detach(), at, rows), true,
+                                false, numerics().matmul),
                          {w.size(1)});  // [out]
       auto it = stale_.find(u);
       if (it == stale_.end())

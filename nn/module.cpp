@@ -20,6 +20,11 @@ void Module::to(Device device) {
   }
 }
 
+void Module::set_numerics(const Numerics& numerics) {
+  numerics_ = numerics;
+  for (auto& c : children_) c->set_numerics(numerics);
+}
+
 Parameter& Module::add_parameter(const std::string& name, Tensor value, bool weight_decay) {
   auto p = std::make_unique<Parameter>();
   p->name = child_prefix(name);

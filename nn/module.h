@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/numerics.h"
 #include "core/parameter.h"
 
 namespace flextp {
@@ -21,6 +22,10 @@ class Module {
   // Moves every parameter (value and optimizer state) to a device; they stay leaves.
   void to(Device device);
   const std::string& prefix() const { return prefix_; }
+  // How this module and every module below it compute on a GPU (core/numerics.h): set once on the
+  // model, read by the layers that call matmul or attention. Default: plain f32.
+  void set_numerics(const Numerics& numerics);
+  const Numerics& numerics() const { return numerics_; }
 
  protected:
   Parameter& add_parameter(const std::string& name, Tensor value, bool weight_decay);
@@ -38,6 +43,7 @@ class Module {
   std::string prefix_;
   std::vector<std::unique_ptr<Parameter>> params_;
   std::vector<std::unique_ptr<Module>> children_;
+  Numerics numerics_;
 };
 
 }  // namespace flextp

@@ -7,14 +7,6 @@
 
 namespace flextp {
 
-Tensor& Optimizer::slot(Parameter& p, const std::string& name) {
-  auto it = p.state.find(name);
-  if (it == p.state.end() || it->second.shape() != p.value.shape())
-    it = p.state.insert_or_assign(name, Tensor::zeros(p.value.shape(), p.value.dtype(),
-                                                      p.value.device())).first;
-  return it->second;
-}
-
 namespace {
 // The rows an update touches: all, or only the active ones of a resized parameter.
 Tensor active(const Parameter& p, const Tensor& t) {
@@ -29,7 +21,7 @@ void AdamW::step(const std::vector<Parameter*>& params, double lr) {
     Tensor g = p->grad();
     if (!g.defined()) continue;
     AdamWStep s{lr, o_.beta1, o_.beta2, o_.eps, p->weight_decay ? o_.weight_decay : 0.0, steps_};
-    Tensor value = active(*p, p->value), m = active(*p, slot(*p, "m")), v = active(*p, slot(*p, "v"));
+    Tensor value = active(*p, p->value), m = active(*p, p->slot("m")), v = active(*p, p->slot("v"));
     adamw_update(value, active(*p, g), m, v, s);
   }
 }
@@ -41,7 +33,7 @@ void SGD::step(const std::vector<Parameter*>& params, double lr) {
     Tensor g = p->grad();
     if (!g.defined()) continue;
     // buf = momentum * buf + g (+ wd * p); p -= lr * buf
-    Tensor buf = active(*p, slot(*p, "momentum")), value = active(*p, p->value);
+    Tensor buf = active(*p, p->slot("momentum")), value = active(*p, p->value);
     Tensor scaled = scale(buf, o_.momentum);
     add_inplace(scaled, active(*p, g));
     if (p->weight_decay && o_.weight_decay != 0) add_inplace(scaled, value, o_.weight_decay);

@@ -21,8 +21,6 @@ class Optimizer {
   void set_steps_taken(int64_t s) { steps_ = s; }
 
  protected:
-  // The slot, created as zeros of the parameter's shape on first use.
-  static Tensor& slot(Parameter& p, const std::string& name);
   int64_t steps_ = 0;
 };
 

@@ -1,7 +1,9 @@
 #pragma once
 // The collective operations tensor parallelism needs, on tensors of the communicator's device.
-// Backends: MPI (parallel/mpi_communicator.h). With one rank every operation is a no-op or a copy,
-// so the parallel model is the serial model.
+// Backends: MPI (parallel/mpi_communicator.h; GPU tensors staged through the host), NCCL
+// (parallel/nccl_communicator.h) and one rank (make_single_process_communicator, below: every
+// operation a no-op or a copy, so the parallel model is the serial model). StepClock
+// (parallel/straggler.h) wraps any of them to time the collectives.
 #include <memory>
 #include <vector>
 
@@ -23,8 +25,6 @@ class Communicator {
   virtual void broadcast(Tensor& t, int root) = 0;
   // out [size * n, ...] holds rank r's `in` at rows [r n, (r + 1) n).
   virtual void all_gather(const Tensor& in, Tensor& out) = 0;
-  // Rank r contributes rows_of[r] rows (dim 0); out holds them in rank order.
-  virtual void all_gather_v(const Tensor& in, Tensor& out, const std::vector<int64_t>& rows_of) = 0;
   // in [size * n, ...] summed over ranks; rank r keeps rows [r n, (r + 1) n) in out.
   virtual void reduce_scatter(const Tensor& in, Tensor& out) = 0;
   // Grouped point-to-point: all sends and receives of this rank at once (no ordering deadlock).

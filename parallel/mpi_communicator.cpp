@@ -86,26 +86,6 @@ class MpiCommunicator : public Communicator {
     so.copy_out();
   }
 
-  void all_gather_v(const Tensor& in, Tensor& out, const std::vector<int64_t>& rows_of) override {
-    FLEXTP_CHECK(static_cast<int>(rows_of.size()) == size_, "all_gather_v: ", rows_of.size(),
-                 " row counts for ", size_, " ranks");
-    int64_t row_bytes = in.ndim() ? (in.size(0) ? in.nbytes() / in.size(0) : 0) : in.nbytes();
-    if (in.ndim() && in.size(0) == 0) row_bytes = out.size(0) ? out.nbytes() / out.size(0) : 0;
-    std::vector<int> counts(size_), displs(size_);
-    int64_t at = 0;
-    for (int r = 0; r < size_; ++r) {
-      counts[r] = as_count(rows_of[r] * row_bytes, "all_gather_v");
-      displs[r] = as_count(at, "all_gather_v");
-      at += rows_of[r] * row_bytes;
-    }
-    FLEXTP_CHECK(at == static_cast<int64_t>(out.nbytes()) && counts[rank_] == static_cast<int64_t>(in.nbytes()),
-                 "all_gather_v: sizes of ", in.str(), " and ", out.str(), " do not match the row counts");
-    Staged si(in), so(out, false);
-    FLEXTP_MPI(MPI_Allgatherv(si.host.raw(), counts[rank_], MPI_BYTE, so.host.raw(), counts.data(),
-                              displs.data(), MPI_BYTE, comm_));
-    so.copy_out();
-  }
-
   void reduce_scatter(const Tensor& in, Tensor& out) override {
     FLEXTP_CHECK(in.numel() == out.numel() * size_ && in.dtype() == out.dtype(), "reduce_scatter: input ",
                  in.str(), " is not ", size_, " times the output ", out.str());

@@ -78,26 +78,6 @@ class NcclCommunicator : public Communicator {
     wait();
     so.copy_back();
   }
-  void all_gather_v(const Tensor& in_any, Tensor& out_any, const std::vector<int64_t>& rows_of) override {
-    Staged si(in_any, device_), so(out_any, device_);
-    const Tensor& in = si.gpu;
-    Tensor& out = so.gpu;
-    // One broadcast per rank's block, grouped into one launch.
-    int64_t total_rows = 0;
-    for (int64_t r : rows_of) total_rows += r;
-    size_t row_bytes = total_rows ? out.nbytes() / total_rows : 0;
-    size_t at = 0;
-    FLEXTP_NCCL(ncclGroupStart());
-    for (int r = 0; r < size_; ++r) {
-      size_t bytes = rows_of[r] * row_bytes;
-      char* dst = static_cast<char*>(out.raw()) + at;
-      FLEXTP_NCCL(ncclBroadcast(r == rank_ ? in.raw() : dst, dst, bytes, ncclUint8, r, comm_, stream_));
-      at += bytes;
-    }
-    FLEXTP_NCCL(ncclGroupEnd());
-    wait();
-    so.copy_back();
-  }
   void reduce_scatter(const Tensor& in, Tensor& out) override {
     Staged si(in, device_), so(out, device_);
     FLEXTP_NCCL(ncclReduceScatter(si.gpu.raw(), so.gpu.raw(), out.numel(), nccl_type(in.dtype()), ncclSum, comm_, stream_));

@@ -13,12 +13,7 @@ namespace {
 // The tensors of a parameter that travel with its units: the value, then each slot.
 std::vector<Tensor*> travelling(Parameter& p, const std::vector<std::string>& slots) {
   std::vector<Tensor*> t{&p.value};
-  for (const std::string& s : slots) {
-    auto it = p.state.find(s);
-    if (it == p.state.end() || it->second.shape() != p.value.shape())
-      it = p.state.insert_or_assign(s, Tensor::zeros(p.value.shape(), p.value.dtype(), p.value.device())).first;
-    t.push_back(&it->second);
-  }
+  for (const std::string& s : slots) t.push_back(&p.slot(s));
   return t;
 }
 

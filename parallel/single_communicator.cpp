@@ -14,9 +14,6 @@ class SingleProcessCommunicator : public Communicator {
   void all_reduce(Tensor&, ReduceOp) override {}
   void broadcast(Tensor&, int) override {}
   void all_gather(const Tensor& in, Tensor& out) override { out.copy_from(in); }
-  void all_gather_v(const Tensor& in, Tensor& out, const std::vector<int64_t>&) override {
-    out.copy_from(in);
-  }
   void reduce_scatter(const Tensor& in, Tensor& out) override { out.copy_from(in); }
   void send_recv(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) override {
     FLEXTP_CHECK(sends.empty() && recvs.empty(), "send_recv on a one-rank communicator");

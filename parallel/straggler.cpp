@@ -47,7 +47,7 @@ int64_t to_int(const std::string& s, const std::string& what) {
 }  // namespace
 
 StragglerSpec parse_straggler(const std::string& spec) {
-  std::string what = "--straggler '" + spec + "' (RANK:FACTOR[:FROM[:TO]])";
+  std::string what = "straggler '" + spec + "' (RANK:FACTOR[:FROM[:TO]])";
   std::vector<std::string> f = split(spec, ':');
   FLEXTP_CHECK(f.size() >= 2 && f.size() <= 4, what, ": expected 2 to 4 fields");
   StragglerSpec s;
@@ -64,12 +64,12 @@ StragglerSpec parse_straggler(const std::string& spec) {
 SlowdownSchedule::SlowdownSchedule(std::vector<StragglerSpec> specs, int ranks)
     : specs_(std::move(specs)), ranks_(ranks) {
   for (const StragglerSpec& s : specs_)
-    FLEXTP_CHECK(s.rank < ranks, "--straggler names rank ", s.rank, " but there are only ", ranks, " ranks");
+    FLEXTP_CHECK(s.rank < ranks, "a straggler names rank ", s.rank, " but there are only ", ranks, " ranks");
 }
 
 void SlowdownSchedule::load_trace(const std::string& path) {
   std::ifstream in(path);
-  FLEXTP_CHECK(in, "cannot open --straggler-trace file ", path);
+  FLEXTP_CHECK(in, "cannot open straggler trace file ", path);
   std::string line;
   int64_t line_no = 0, last_step = -1;
   while (std::getline(in, line)) {
@@ -148,9 +148,6 @@ void StepClock::all_reduce(Tensor& t, ReduceOp op) {
 }
 void StepClock::broadcast(Tensor& t, int root) { collective([&] { inner_.broadcast(t, root); }); }
 void StepClock::all_gather(const Tensor& in, Tensor& out) { collective([&] { inner_.all_gather(in, out); }); }
-void StepClock::all_gather_v(const Tensor& in, Tensor& out, const std::vector<int64_t>& rows_of) {
-  collective([&] { inner_.all_gather_v(in, out, rows_of); });
-}
 void StepClock::reduce_scatter(const Tensor& in, Tensor& out) {
   collective([&] { inner_.reduce_scatter(in, out); });
 }
@@ -177,7 +174,7 @@ Contention::~Contention() {
 }
 
 std::pair<int, int> parse_contend(const std::string& spec) {
-  std::string what = "--contend '" + spec + "' (RANK:THREADS)";
+  std::string what = "contention '" + spec + "' (RANK:THREADS)";
   std::vector<std::string> f = split(spec, ':');
   FLEXTP_CHECK(f.size() == 2, what, ": expected 2 fields");
   int64_t rank = to_int(f[0], what), threads = to_int(f[1], what);

@@ -52,7 +52,6 @@ class StepClock : public Communicator {
   void all_reduce(Tensor& t, ReduceOp op) override;
   void broadcast(Tensor& t, int root) override;
   void all_gather(const Tensor& in, Tensor& out) override;
-  void all_gather_v(const Tensor& in, Tensor& out, const std::vector<int64_t>& rows_of) override;
   void reduce_scatter(const Tensor& in, Tensor& out) override;
   void send_recv(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) override;
   void all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_bytes, Tensor& recv,

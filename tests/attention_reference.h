@@ -17,8 +17,8 @@ struct AttentionReference {
     out = Tensor::zeros({b, t, heads * d}, DType::F64);
     lse = Tensor::zeros({b, heads, t}, DType::F64);
     dqkv = Tensor::zeros({b, t, w}, DType::F64);
-    cpu::attention_forward(qkv, heads, out, lse);
-    cpu::attention_backward(qkv, out, lse, dout, heads, dqkv);
+    cpu::attention_forward(qkv, heads, out, lse, Numerics{});
+    cpu::attention_backward(qkv, out, lse, dout, heads, dqkv, Numerics{});
   }
   cuda::AttentionLayout layout() const { return cuda::AttentionLayout(b, t, heads, w); }
 };

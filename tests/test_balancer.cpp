@@ -45,7 +45,6 @@ class PlayedRanks : public Communicator {
     }
     out.copy_from(Tensor::from_vector(all, out.shape()));
   }
-  void all_gather_v(const Tensor&, Tensor&, const std::vector<int64_t>&) override { FAIL("not played"); }
   void reduce_scatter(const Tensor&, Tensor&) override { FAIL("not played"); }
   // The test reads decisions, not weights: units arrive as ones.
   void send_recv(const std::vector<Transfer>&, const std::vector<Transfer>& recvs) override {

@@ -134,3 +134,21 @@ TEST_CASE("sampling is seeded, respects top-k = 1 as greedy, and needs a prompt"
   CHECK(generate(model, {1, 2}, {8, 1.0, 1, 7}) == generate(model, {1, 2}, {8, 0.0, 0, 0}));
   CHECK_THROWS_WITH_AS(generate(model, {}, {8, 1.0, 0, 7}), doctest::Contains("prompt"), Error);
 }
+
+TEST_CASE("the model's numerics reach every layer that multiplies or attends, and default to f32") {
+  GPT model(tiny());
+  CHECK(model.numerics().matmul == MatmulPrecision::f32);
+  CHECK_FALSE(model.numerics().cudnn_attention);
+  model.set_numerics(numerics_of(MatmulPrecision::bf16, "auto"));
+  std::vector<const Module*> layers{&model};
+  for (const Block* b : model.blocks())
+    layers.insert(layers.end(), {&b->attn, &b->attn.c_attn, &b->attn.c_proj, &b->mlp.c_fc, &b->mlp.c_proj});
+  for (const Module* m : layers) {
+    INFO(m->prefix());
+    CHECK(m->numerics().matmul == MatmulPrecision::bf16);
+    CHECK(m->numerics().cudnn_attention);  // "auto" with bf16 matmuls
+  }
+  CHECK_FALSE(numerics_of(MatmulPrecision::tf32, "auto").cudnn_attention);
+  CHECK(numerics_of(MatmulPrecision::f32, "cudnn").cudnn_attention);
+  CHECK_FALSE(numerics_of(MatmulPrecision::bf16, "own").cudnn_attention);
+}

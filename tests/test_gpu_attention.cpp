@@ -120,21 +120,20 @@ TEST_CASE("on the GPU, cuDNN attention and bf16 matmuls give the CPU's loss and 
   ref.backward();
   struct Case {
     const char* name;
-    cuda::MatmulPrecision precision;
+    MatmulPrecision precision;
     const char* attention;
   };
-  for (Case k : {Case{"f32, own attention", cuda::MatmulPrecision::f32, "own"},
-                 Case{"TF32, cuDNN attention", cuda::MatmulPrecision::tf32, "cudnn"},
-                 Case{"bf16, cuDNN attention", cuda::MatmulPrecision::bf16, "cudnn"}}) {
+  for (Case k : {Case{"f32, own attention", MatmulPrecision::f32, "own"},
+                 Case{"TF32, cuDNN attention", MatmulPrecision::tf32, "cudnn"},
+                 Case{"bf16, cuDNN attention", MatmulPrecision::bf16, "cudnn"}}) {
     INFO(k.name);
-    cuda::set_matmul_precision(k.precision);
-    cuda::choose_attention(k.attention);
     GPT gpu(sharp_attention_config(DType::F32));
     sharpen(gpu);
     gpu.to(Device::cuda(0));
+    gpu.set_numerics(numerics_of(k.precision, k.attention));
     Tensor loss = gpu.loss(ids, targets);
     loss.backward();
-    double tol = k.precision == cuda::MatmulPrecision::f32 ? 1e-4 : kBf16Tolerance;
+    double tol = k.precision == MatmulPrecision::f32 ? 1e-4 : kBf16Tolerance;
     CHECK(relative_error(logits_of(gpu, ids), ref_logits) < tol);
     INFO("attention: ", cuda::attention_path());
     if (std::string(k.attention) == "cudnn") CHECK(cuda::attention_path().rfind("cuDNN", 0) == 0);
@@ -145,6 +144,4 @@ TEST_CASE("on the GPU, cuDNN attention and bf16 matmuls give the CPU's loss and 
       CHECK(relative_error(a[i]->grad(), b[i]->grad()) < 5 * tol);
     }
   }
-  cuda::set_matmul_precision(cuda::MatmulPrecision::f32);
-  cuda::set_cudnn_attention(false);
 }

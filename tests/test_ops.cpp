@@ -249,11 +249,6 @@ double relative_error(const Tensor& a, const Tensor& b) {
   }
   return std::sqrt(num / std::max(den, 1e-300));
 }
-
-struct CudnnAttentionOn {
-  CudnnAttentionOn() { cuda::set_cudnn_attention(true); }
-  ~CudnnAttentionOn() { cuda::set_cudnn_attention(false); }
-};
 }  // namespace
 
 // A relative error above this is bf16 rounding at work, not f32 or TF32 (measured by emulating both
@@ -262,10 +257,7 @@ constexpr double kBf16Visible = 1e-3;
 
 TEST_CASE("on the GPU, bf16 matmuls follow the f32 ones within bf16 rounding") {
   if (test::skip_without_gpu()) return;
-  struct Bf16On {
-    Bf16On() { cuda::set_matmul_precision(cuda::MatmulPrecision::bf16); }
-    ~Bf16On() { cuda::set_matmul_precision(cuda::MatmulPrecision::f32); }
-  } on;
+  const MatmulPrecision bf16 = MatmulPrecision::bf16;
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       INFO("trans_a ", ta, " trans_b ", tb);
@@ -274,16 +266,16 @@ TEST_CASE("on the GPU, bf16 matmuls follow the f32 ones within bf16 rounding") {
       Tensor a3 = Tensor::randn(Shape{3, 29, 41}, 33);
       Device gpu = Device::cuda(0);
       Tensor shared = matmul(a, b, ta, tb), batched = matmul(a, a3, ta, false);
-      double e_shared = relative_error(matmul(a.to(gpu), b.to(gpu), ta, tb), shared);
-      double e_batched = relative_error(matmul(a.to(gpu), a3.to(gpu), ta, false), batched);
+      double e_shared = relative_error(matmul(a.to(gpu), b.to(gpu), ta, tb, bf16), shared);
+      double e_batched = relative_error(matmul(a.to(gpu), a3.to(gpu), ta, false, bf16), batched);
       CHECK(e_shared < 1e-2);
       CHECK(e_batched < 1e-2);
       // The bf16 path ran: its rounding shows (~2e-3 for these sums; TF32 gives ~3e-4, f32 ~1e-7).
       CHECK(e_shared > kBf16Visible);
       CHECK(e_batched > kBf16Visible);
     }
-  // The gradients take the same path.
-  auto f = [](const In& in) { return matmul(in[0], in[1], false, true); };
+  // The gradients take the same path (the CPU ignores the precision).
+  auto f = [bf16](const In& in) { return matmul(in[0], in[1], false, true, bf16); };
   Tensor x = Tensor::randn({8, 16}, 34), w = Tensor::randn({12, 16}, 35);
   Tensor xg = x.to(Device::cuda(0)), wg = w.to(Device::cuda(0));
   x.set_requires_grad(true), w.set_requires_grad(true), xg.set_requires_grad(true), wg.set_requires_grad(true);
@@ -297,13 +289,13 @@ TEST_CASE("on the GPU, bf16 matmuls follow the f32 ones within bf16 rounding") {
   CHECK(e_x > kBf16Visible / 2);
   CHECK(e_w > kBf16Visible / 2);
   // And back on f32, the same GEMMs are exact to f32 rounding: the setting, not chance, made the difference.
-  cuda::set_matmul_precision(cuda::MatmulPrecision::f32);
   CHECK(relative_error(matmul(x.to(Device::cuda(0)), w.to(Device::cuda(0)), false, true), matmul(x, w, false, true)) < 1e-5);
 }
 
 TEST_CASE("on the GPU, cuDNN's fused attention follows the CPU attention within bf16 rounding") {
   if (test::skip_without_gpu()) return;
-  CudnnAttentionOn on;
+  Numerics cudnn;
+  cudnn.cudnn_attention = true;
   for (int64_t heads : {1, 3}) {
     INFO(heads, " heads");
     int64_t d = 64;
@@ -312,7 +304,7 @@ TEST_CASE("on the GPU, cuDNN's fused attention follows the CPU attention within 
     Tensor xc = x.detach(), xg = x.to(DType::F32).to(Device::cuda(0));
     xc.set_requires_grad(true);
     xg.set_requires_grad(true);
-    Tensor yc = attention(xc, heads), yg = attention(xg, heads);
+    Tensor yc = attention(xc, heads), yg = attention(xg, heads, cudnn);
     INFO("path: ", cuda::attention_path());
     REQUIRE(cuda::attention_path().rfind("cuDNN", 0) == 0);
     CHECK(relative_error(yg, yc) < 1e-2);
@@ -324,7 +316,7 @@ TEST_CASE("on the GPU, cuDNN's fused attention follows the CPU attention within 
   }
   // A head size cuDNN has no engine for runs on the own kernels, exactly.
   Tensor x = Tensor::randn({2, 16, 2 * 3 * 4}, 23, 0, 0, 1);
-  Tensor y = attention(x.to(Device::cuda(0)), 2);
+  Tensor y = attention(x.to(Device::cuda(0)), 2, cudnn);
   CHECK(cuda::attention_path().find("head size 4") != std::string::npos);
   CHECK(relative_error(y, attention(x, 2)) < 1e-5);
 }

@@ -110,7 +110,7 @@ void backward_impl(const Tensor& qkv, const Tensor& out, const Tensor& lse, cons
 
 }  // namespace
 
-void attention_forward(const Tensor& qkv, int64_t n_head, Tensor& out, Tensor& lse) {
+void attention_forward(const Tensor& qkv, int64_t n_head, Tensor& out, Tensor& lse, const Numerics&) {
   if (n_head == 0 || qkv.numel() == 0) return;
   detail::dispatch_float(qkv.dtype(), "attention", [&](auto tag) {
     forward_impl<decltype(tag)>(qkv, n_head, out, lse);
@@ -118,7 +118,7 @@ void attention_forward(const Tensor& qkv, int64_t n_head, Tensor& out, Tensor& l
 }
 
 void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse,
-                        const Tensor& dout, int64_t n_head, Tensor& dqkv) {
+                        const Tensor& dout, int64_t n_head, Tensor& dqkv, const Numerics&) {
   if (n_head == 0 || qkv.numel() == 0) return;
   detail::dispatch_float(qkv.dtype(), "attention backward", [&](auto tag) {
     backward_impl<decltype(tag)>(qkv, out, lse, dout, n_head, dqkv);

@@ -41,7 +41,7 @@ void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool ta
 
 }  // namespace
 
-void matmul(const Tensor& a, const Tensor& b, Tensor& c, bool ta, bool tb, bool accumulate) {
+void matmul(const Tensor& a, const Tensor& b, Tensor& c, bool ta, bool tb, bool accumulate, MatmulPrecision) {
   int64_t batch = c.ndim() == 3 ? c.size(0) : 1;
   int64_t m = c.size(-2), n = c.size(-1);
   int64_t k = a.size(ta ? -2 : -1);

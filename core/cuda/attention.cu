@@ -1,5 +1,5 @@
-// GPU side of core/ops/attention.h: cuDNN's fused flash attention when it is switched on and can
-// take the call (core/cuda/cudnn_attention.h), otherwise the steps of core/cuda/attention_plan.h on
+// GPU side of core/ops/attention.h: cuDNN's fused flash attention when the numerics ask for it and
+// it can take the call (core/cuda/cudnn_attention.h), otherwise the steps of core/cuda/attention_plan.h on
 // cuBLAS (strided-batched over the heads of one sequence, reading q, k, v in place in the packed
 // layout) and own kernels for the causal softmax and the score gradient. The score matrices of
 // one sequence are the only scratch ([H, T, T]).
@@ -53,10 +53,11 @@ __global__ void scores_grad_kernel(const T* p, T* dp, const T* o, const T* dout,
 }
 
 struct CudaAttention {
+  MatmulPrecision precision;
   template <typename T>
   void gemm(int64_t m, int64_t n, int64_t k, RowOperand<T> a, RowOperand<T> b, T* c, int64_t ldc,
             int64_t stride_c, int64_t batch, T alpha, T beta) {
-    cuda::gemm<T>(m, n, k, a, b, c, ldc, stride_c, batch, alpha, beta);
+    cuda::gemm<T>(m, n, k, a, b, c, ldc, stride_c, batch, alpha, beta, precision);
   }
   template <typename T>
   void causal_softmax(T* s, int64_t rows, int64_t t, T scale, T* lse) {
@@ -78,12 +79,12 @@ struct CudaAttention {
 
 }  // namespace
 
-void attention_forward(const Tensor& qkv, int64_t n_head, Tensor& out, Tensor& lse) {
+void attention_forward(const Tensor& qkv, int64_t n_head, Tensor& out, Tensor& lse, const Numerics& numerics) {
   if (n_head == 0 || qkv.numel() == 0) return;
-  if (cudnn_attention_forward(qkv, n_head, out, lse)) return;
+  if (cudnn_attention_forward(qkv, n_head, out, lse, numerics.cudnn_attention)) return;
   AttentionLayout L(qkv.size(0), qkv.size(1), n_head, qkv.size(2));
   Tensor scores = Tensor::empty({L.h, L.t, L.t}, qkv.dtype(), qkv.device());
-  CudaAttention be;
+  CudaAttention be{numerics.matmul};
   dispatch_float(qkv.dtype(), "attention", [&](auto tag) {
     using T = decltype(tag);
     attention_forward_plan<T>(be, L, qkv.data<T>(), out.data<T>(), lse.data<T>(), scores.data<T>());
@@ -91,13 +92,13 @@ void attention_forward(const Tensor& qkv, int64_t n_head, Tensor& out, Tensor& l
 }
 
 void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse,
-                        const Tensor& dout, int64_t n_head, Tensor& dqkv) {
+                        const Tensor& dout, int64_t n_head, Tensor& dqkv, const Numerics& numerics) {
   if (n_head == 0 || qkv.numel() == 0) return;
-  if (cudnn_attention_backward(qkv, out, lse, dout, n_head, dqkv)) return;
+  if (cudnn_attention_backward(qkv, out, lse, dout, n_head, dqkv, numerics.cudnn_attention)) return;
   AttentionLayout L(qkv.size(0), qkv.size(1), n_head, qkv.size(2));
   Tensor probs = Tensor::empty({L.h, L.t, L.t}, qkv.dtype(), qkv.device());
   Tensor dscores = Tensor::empty({L.h, L.t, L.t}, qkv.dtype(), qkv.device());
-  CudaAttention be;
+  CudaAttention be{numerics.matmul};
   dispatch_float(qkv.dtype(), "attention backward", [&](auto tag) {
     using T = decltype(tag);
     attention_backward_plan<T>(be, L, qkv.data<T>(), out.data<T>(), lse.data<T>(), dout.data<T>(),

@@ -8,7 +8,6 @@
 
 #include "core/cuda/bf16.h"
 #include "core/cuda/blas.h"
-#include "core/cuda/cuda_runtime_api.h"
 #include "core/cuda/launch.h"
 
 namespace flextp::cuda {
@@ -42,14 +41,14 @@ struct Types;
 template <>
 struct Types<float> {
   static constexpr cudaDataType_t data = CUDA_R_32F;
-  static cublasComputeType_t compute() {
-    return matmul_precision() == MatmulPrecision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  static cublasComputeType_t compute(MatmulPrecision precision) {
+    return precision == MatmulPrecision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   }
 };
 template <>
 struct Types<double> {
   static constexpr cudaDataType_t data = CUDA_R_64F;
-  static cublasComputeType_t compute() { return CUBLAS_COMPUTE_64F; }
+  static cublasComputeType_t compute(MatmulPrecision) { return CUBLAS_COMPUTE_64F; }
 };
 
 // The f32 GEMM on bf16 tensor cores: each operand's span rounded to bf16 in scratch (same ld and
@@ -73,7 +72,7 @@ void gemm_bf16(int64_t m, int64_t n, int64_t k, RowOperand<float> a, RowOperand<
 
 template <typename T>
 void gemm(int64_t m, int64_t n, int64_t k, RowOperand<T> a, RowOperand<T> b, T* c, int64_t ldc,
-          int64_t stride_c, int64_t batch, T alpha, T beta) {
+          int64_t stride_c, int64_t batch, T alpha, T beta, MatmulPrecision precision) {
   if (m == 0 || n == 0 || batch == 0) return;
   if (k == 0) {  // an empty sum (a rank holding no units): C = beta C, and cuBLAS rejects ld 0
     FLEXTP_CHECK(beta == T(0) || beta == T(1), "cuBLAS gemm with k = 0 and beta ", beta);
@@ -83,20 +82,20 @@ void gemm(int64_t m, int64_t n, int64_t k, RowOperand<T> a, RowOperand<T> b, T* 
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (matmul_precision() == MatmulPrecision::bf16) return gemm_bf16(m, n, k, a, b, c, ldc, stride_c, batch, alpha, beta);
+    if (precision == MatmulPrecision::bf16) return gemm_bf16(m, n, k, a, b, c, ldc, stride_c, batch, alpha, beta);
   }
   ColumnMajorGemm<T> g = as_column_major(m, n, k, a, b, ldc, stride_c);
   FLEXTP_CUBLAS(cublasGemmStridedBatchedEx(
       handle(), g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
       as_int(g.m, "m"), as_int(g.n, "n"), as_int(g.k, "k"), &alpha, g.a, Types<T>::data,
       as_int(g.lda, "lda"), g.stride_a, g.b, Types<T>::data, as_int(g.ldb, "ldb"), g.stride_b, &beta, c,
-      Types<T>::data, as_int(g.ldc, "ldc"), g.stride_c, as_int(batch, "batch"), Types<T>::compute(),
+      Types<T>::data, as_int(g.ldc, "ldc"), g.stride_c, as_int(batch, "batch"), Types<T>::compute(precision),
       CUBLAS_GEMM_DEFAULT));
 }
 
 template void gemm<float>(int64_t, int64_t, int64_t, RowOperand<float>, RowOperand<float>, float*,
-                          int64_t, int64_t, int64_t, float, float);
+                          int64_t, int64_t, int64_t, float, float, MatmulPrecision);
 template void gemm<double>(int64_t, int64_t, int64_t, RowOperand<double>, RowOperand<double>,
-                           double*, int64_t, int64_t, int64_t, double, double);
+                           double*, int64_t, int64_t, int64_t, double, double, MatmulPrecision);
 
 }  // namespace flextp::cuda

@@ -2,6 +2,8 @@
 // Row-major GEMMs on the compute stream through cuBLAS, shared by matmul and attention.
 #include <cstdint>
 
+#include "core/numerics.h"
+
 namespace flextp::cuda {
 
 // A row-major matrix operand: element (r, c) of the stored matrix at ptr[r * ld + c]; batch item s
@@ -60,10 +62,10 @@ int64_t operand_span(const RowOperand<T>& o, int64_t rows, int64_t cols, int64_t
 }
 
 // C[s] = alpha op(A[s]) op(B[s]) + beta C[s] for s < batch; op(A) is m x k, op(B) k x n, C is m x n
-// row-major with leading dimension ldc. f32 takes the tensor cores of matmul_precision()
-// (core/cuda/cuda_runtime_api.h); for bf16 the operands are rounded to bf16 first.
+// row-major with leading dimension ldc. f32 takes the tensor cores of `precision`
+// (core/numerics.h); for bf16 the operands are rounded to bf16 first. f64 ignores it.
 template <typename T>
 void gemm(int64_t m, int64_t n, int64_t k, RowOperand<T> a, RowOperand<T> b, T* c, int64_t ldc,
-          int64_t stride_c, int64_t batch, T alpha, T beta);
+          int64_t stride_c, int64_t batch, T alpha, T beta, MatmulPrecision precision);
 
 }  // namespace flextp::cuda

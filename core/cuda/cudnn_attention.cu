@@ -6,7 +6,6 @@
 
 #include <dlfcn.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -29,7 +28,6 @@
 namespace flextp::cuda {
 namespace {
 
-std::atomic<bool> g_cudnn_attention{false};
 std::mutex g_path_mu;
 std::string g_path = "own kernels (no attention call yet)";
 
@@ -50,8 +48,6 @@ void fall_back(const std::string& why) {
 
 }  // namespace
 
-void set_cudnn_attention(bool on) { g_cudnn_attention = on; }
-bool cudnn_attention() { return g_cudnn_attention; }
 std::string attention_path() {
   std::lock_guard<std::mutex> lock(g_path_mu);
   return g_path;
@@ -60,8 +56,8 @@ std::string attention_path() {
 #ifndef FLEXTP_WITH_CUDNN
 
 namespace {
-bool without_cudnn() {
-  if (cudnn_attention()) fall_back("this build found no cuDNN headers (cudnn_graph.h)");
+bool without_cudnn(bool wanted) {
+  if (wanted) fall_back("this build found no cuDNN headers (cudnn_graph.h)");
   else set_path("own kernels");
   return false;
 }
@@ -70,9 +66,10 @@ bool without_cudnn() {
 std::string cudnn_attention_describe(bool, const AttentionLayout&) {
   return "unavailable: this build found no cuDNN headers (cudnn_graph.h)";
 }
-bool cudnn_attention_forward(const Tensor&, int64_t, Tensor&, Tensor&) { return without_cudnn(); }
-bool cudnn_attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, Tensor&) {
-  return without_cudnn();
+bool cudnn_attention_forward(const Tensor&, int64_t, Tensor&, Tensor&, bool wanted) { return without_cudnn(wanted); }
+bool cudnn_attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, Tensor&,
+                              bool wanted) {
+  return without_cudnn(wanted);
 }
 
 #else
@@ -428,8 +425,8 @@ const Plan* plan_for(bool forward, const AttentionLayout& L, std::string* why) {
 }
 
 // Whether this call can go to cuDNN at all, before any plan is built.
-bool usable(const Tensor& qkv, int64_t n_head, std::string* why) {
-  if (!cudnn_attention()) {
+bool usable(const Tensor& qkv, int64_t n_head, bool wanted, std::string* why) {
+  if (!wanted) {
     set_path("own kernels");
     return false;
   }
@@ -476,9 +473,10 @@ Tensor workspace_for(const Plan& p, Device device) {
 }
 
 // The plan for this call, or null (with the reason said) when the own kernels must take it.
-const Plan* plan_or_fall_back(bool forward, const Tensor& qkv, int64_t n_head, const AttentionLayout& L) {
+const Plan* plan_or_fall_back(bool forward, const Tensor& qkv, int64_t n_head, const AttentionLayout& L,
+                              bool wanted) {
   std::string why;
-  const Plan* p = usable(qkv, n_head, &why) ? plan_for(forward, L, &why) : nullptr;
+  const Plan* p = usable(qkv, n_head, wanted, &why) ? plan_for(forward, L, &why) : nullptr;
   if (!p && !why.empty()) fall_back(why);
   return p;
 }
@@ -505,9 +503,9 @@ std::string cudnn_attention_describe(bool forward, const AttentionLayout& L) {
   return "";
 }
 
-bool cudnn_attention_forward(const Tensor& qkv, int64_t n_head, Tensor& out, Tensor& lse) {
+bool cudnn_attention_forward(const Tensor& qkv, int64_t n_head, Tensor& out, Tensor& lse, bool wanted) {
   AttentionLayout L(qkv.size(0), qkv.size(1), n_head, qkv.size(2));
-  const Plan* p = plan_or_fall_back(true, qkv, n_head, L);
+  const Plan* p = plan_or_fall_back(true, qkv, n_head, L, wanted);
   if (!p) return false;
   Tensor q16 = to_bf16(qkv);
   Tensor o16 = Tensor::empty(out.shape(), DType::BF16, out.device());
@@ -523,9 +521,9 @@ bool cudnn_attention_forward(const Tensor& qkv, int64_t n_head, Tensor& out, Ten
 }
 
 bool cudnn_attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse, const Tensor& dout,
-                              int64_t n_head, Tensor& dqkv) {
+                              int64_t n_head, Tensor& dqkv, bool wanted) {
   AttentionLayout L(qkv.size(0), qkv.size(1), n_head, qkv.size(2));
-  const Plan* p = plan_or_fall_back(false, qkv, n_head, L);
+  const Plan* p = plan_or_fall_back(false, qkv, n_head, L, wanted);
   if (!p) return false;
   Tensor q16 = to_bf16(qkv), o16 = to_bf16(out), do16 = to_bf16(dout);
   Tensor dq16 = Tensor::empty(dqkv.shape(), DType::BF16, dqkv.device());

@@ -2,7 +2,6 @@
 #include <cuda_runtime.h>
 
 #include <array>
-#include <atomic>
 #include <mutex>
 
 #include "core/cuda/check.h"
@@ -36,7 +35,6 @@ __global__ void normal_kernel(float* dst, size_t n, uint64_t seed, uint64_t stre
 }
 
 constexpr int kMaxDevices = 64;
-std::atomic<MatmulPrecision> g_matmul_precision{MatmulPrecision::f32};
 
 }  // namespace
 
@@ -50,9 +48,6 @@ cudaStream_t stream() {
   if (!streams[device]) FLEXTP_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[device], cudaStreamNonBlocking));
   return streams[device];
 }
-
-void set_matmul_precision(MatmulPrecision precision) { g_matmul_precision = precision; }
-MatmulPrecision matmul_precision() { return g_matmul_precision; }
 
 void use_device(int device) { FLEXTP_CUDA_CHECK(cudaSetDevice(device)); }
 

@@ -13,10 +13,6 @@ namespace {
 
 int device_count() { return 0; }
 void use_device(int) { no_cuda("selecting a CUDA device"); }
-void set_matmul_precision(MatmulPrecision) {}
-MatmulPrecision matmul_precision() { return MatmulPrecision::f32; }
-void set_cudnn_attention(bool) {}
-bool cudnn_attention() { return false; }
 std::string attention_path() { return "own kernels (no CUDA backend in this build)"; }
 void* raw_malloc(int, size_t) { no_cuda("cuda allocation"); }
 void raw_free(int, void*) { no_cuda("cuda free"); }

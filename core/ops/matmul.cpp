@@ -19,17 +19,17 @@ Shape product_shape(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   return {m, n};
 }
 
-Tensor matmul_raw(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+Tensor matmul_raw(const Tensor& a, const Tensor& b, bool ta, bool tb, MatmulPrecision precision) {
   detail::check_same_device("matmul", a, b);
   detail::check_same_dtype("matmul", a, b);
   Tensor c = Tensor::empty(product_shape(a, b, ta, tb), a.dtype(), a.device());
-  FLEXTP_DISPATCH(a.device(), matmul, a, b, c, ta, tb, false);
+  FLEXTP_DISPATCH(a.device(), matmul, a, b, c, ta, tb, false, precision);
   return c;
 }
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb, MatmulPrecision precision) {
   // a [..., M, K] by a shared b [K, N]: fold the leading dims into M, multiply, unfold.
   if (a.ndim() > 2 && b.ndim() == 2 && !ta) {
     Shape out_shape = a.shape();
@@ -37,15 +37,15 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
     int64_t rows = 1;
     for (int d = 0; d < a.ndim() - 1; ++d) rows *= a.size(d);
     Tensor flat = reshape(a, {rows, a.size(-1)});
-    return reshape(matmul(flat, b, false, tb), out_shape);
+    return reshape(matmul(flat, b, false, tb, precision), out_shape);
   }
-  Tensor c = matmul_raw(a, b, ta, tb);
+  Tensor c = matmul_raw(a, b, ta, tb, precision);
   Tensor ad = a.detach(), bd = b.detach();
-  record("matmul", c, {a, b}, [ad, bd, ta, tb](const Tensor& g, const std::vector<bool>& needs) {
+  record("matmul", c, {a, b}, [ad, bd, ta, tb, precision](const Tensor& g, const std::vector<bool>& needs) {
     // C = op(A) op(B): dA and dB written as products of g with the other operand.
     std::vector<Tensor> grads(2);
-    if (needs[0]) grads[0] = ta ? matmul_raw(bd, g, tb, true) : matmul_raw(g, bd, false, !tb);
-    if (needs[1]) grads[1] = tb ? matmul_raw(g, ad, true, ta) : matmul_raw(ad, g, !ta, false);
+    if (needs[0]) grads[0] = ta ? matmul_raw(bd, g, tb, true, precision) : matmul_raw(g, bd, false, !tb, precision);
+    if (needs[1]) grads[1] = tb ? matmul_raw(g, ad, true, ta, precision) : matmul_raw(ad, g, !ta, false, precision);
     return grads;
   });
   return c;

@@ -26,10 +26,6 @@ class CountingCommunicator : public Communicator {
     ++calls["all_gather"];
     inner_.all_gather(in, out);
   }
-  void all_gather_v(const Tensor& in, Tensor& out, const std::vector<int64_t>& rows_of) override {
-    ++calls["all_gather_v"];
-    inner_.all_gather_v(in, out, rows_of);
-  }
   void reduce_scatter(const Tensor& in, Tensor& out) override {
     ++calls["reduce_scatter"];
     inner_.reduce_scatter(in, out);
