@@ -163,7 +163,7 @@ CommCostModel communication_model(Communicator& comm, const TrainOptions& o, con
 nlohmann::json rank_table(const Balancer& b) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const RankRow& r : b.monitor().table())
-    ranks.push_back({{"compute_ms", r.compute_ms}, {"wait_ms", r.wait_ms}, {"units", r.units}, {"speed", r.speed}});
+    ranks.push_back({{"compute_ms", r.compute_ms}, {"wait_ms", r.wait_ms}, {"units", named_units(r.units)}, {"speed", r.speed}});
   return ranks;
 }
 

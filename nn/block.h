@@ -3,15 +3,20 @@
 #include "nn/attention.h"
 #include "nn/layer_norm.h"
 #include "nn/mlp.h"
+#include "nn/units.h"
 
 namespace flextp {
 
 class Block : public Module {
  public:
-  Block(const std::string& prefix, const GPTConfig& c, std::vector<int64_t> heads,
+  // Block `layer` of the model, holding these heads and MLP blocks (in local order).
+  Block(int64_t layer, const GPTConfig& c, const UnitRegistry& units, std::vector<int64_t> heads,
         std::vector<int64_t> mlp_blocks, Communicator* comm);
   // x [B, T, C] -> [B, T, C]. dropout_stream != 0 applies residual dropout with that stream.
   Tensor forward(const Tensor& x, double dropout, uint64_t dropout_seed) const;
+
+  // The row-split layers, which fill in for the units priority resizing skips.
+  std::vector<Linear*> row_split_layers() const;
 
   LayerNorm& ln_1;
   CausalSelfAttention& attn;

@@ -147,8 +147,8 @@ void apply_tp_assignment(Partition& p, const std::vector<UnitGroup>& groups, con
                per_rank.size(), " ranks but there are ", p.ranks());
   bool matched = false;
   for (const UnitGroup& g : groups) {
-    if (g.kind != kind) continue;
-    if (!layer.empty() && g.name != "h." + layer + "." + kind) continue;
+    if (unit_kind_name(g.kind) != kind) continue;
+    if (!layer.empty() && (g.layer < 0 || std::to_string(g.layer) != layer)) continue;
     matched = true;
     std::vector<int> owners(g.units, -1);
     for (int r = 0; r < p.ranks(); ++r) {

@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "core/unit_layout.h"
+
 namespace flextp {
 
-struct UnitGroup {
-  std::string name;  // "h.<layer>.head", "h.<layer>.mlp", "vocab"
-  std::string kind;  // "head", "mlp", "vocab"
-  int64_t units = 0;
-};
+// A group as the model's unit registry describes it (nn/units.h); the partition reads its name
+// (its key), kind, layer and number of units.
+using UnitGroup = UnitGroupInfo;
 
 class Partition {
  public:
