@@ -35,14 +35,6 @@ std::vector<UnitGroup> UnitRegistry::partition_groups() const {
   return out;
 }
 
-std::map<std::string, int64_t> units_per_kind(const UnitRegistry& r, const Partition& p, int rank) {
-  std::map<std::string, int64_t> count;
-  for (UnitKind k : kUnitKinds) count[unit_kind_name(k)] = 0;
-  for (const auto& g : r.groups())
-    for (int o : p.owners(g->name)) count[unit_kind_name(g->kind)] += o == rank;
-  return count;
-}
-
 std::map<std::string, double> named_units(const std::vector<double>& per_kind) {
   std::map<std::string, double> out;
   size_t k = 0;

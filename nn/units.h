@@ -30,9 +30,6 @@ class UnitRegistry {
   std::vector<std::shared_ptr<const UnitGroupInfo>> groups_;
 };
 
-// Units a rank owns under a partition, per kind, by kind name ("head", "mlp", "vocab").
-std::map<std::string, int64_t> units_per_kind(const UnitRegistry& r, const Partition& p, int rank);
-
 // The monitor's per-rank unit counts (kinds in kUnitKinds order, then the units resizing skips)
 // by name: "head", "mlp", "vocab", "skipped", as the metrics file writes them.
 std::map<std::string, double> named_units(const std::vector<double>& per_kind);

@@ -9,21 +9,13 @@
 #include "nn/units.h"
 #include "parallel/resize.h"
 #include "parallel/resizer.h"
+#include "tests/mpi/tiny_gpt.h"
 
 using namespace flextp;
 
 namespace {
-GPTConfig tiny() {
-  GPTConfig c;
-  c.vocab_size = 20;  // 3 vocabulary blocks of 8, the last short
-  c.vocab_unit = 8;
-  c.n_positions = 8;
-  c.n_layer = 2;
-  c.n_head = 4;
-  c.n_embd = 16;
-  c.mlp_unit = 16;  // 4 MLP blocks
-  return c;
-}
+// 2 layers of 4 heads and 4 MLP blocks; 5 vocabulary blocks, the last one short.
+GPTConfig tiny() { return test::tiny_config(DType::F32); }
 }  // namespace
 
 TEST_CASE("the registry holds every layer's heads and MLP blocks and the vocabulary, typed") {
@@ -45,7 +37,7 @@ TEST_CASE("the registry holds every layer's heads and MLP blocks and the vocabul
     names.insert({h.name, m.name});
   }
   const UnitGroupInfo& v = *r.group(UnitKind::Vocab);
-  CHECK(v.units == 3);
+  CHECK(v.units == 5);
   CHECK(v.layer == -1);
   CHECK_FALSE(v.resizable);
   names.insert(v.name);
@@ -80,7 +72,7 @@ TEST_CASE("parameters with units point at their layer's group through one shared
   }
   CHECK(&m.wte.group() == r.group(UnitKind::Vocab).get());
   CHECK(m.wte.logical_rows() == c.vocab_size);
-  CHECK(m.wte.rows_of_unit(2) == 4);  // the short last block
+  CHECK(m.wte.rows_of_unit(4) == 5);  // the short last block
   CHECK(m.wpe.replicated());
 }
 
@@ -106,11 +98,11 @@ TEST_CASE("the planner's costs are the ones each layer gives its units") {
 
 TEST_CASE("units per kind come by name") {
   GPTConfig c = tiny();
-  UnitRegistry r(c);
-  Partition p = Partition::even(unit_groups(c), 2);
-  apply_tp_assignment(p, unit_groups(c), "vocab=0-2|");
-  std::map<std::string, int64_t> zero = units_per_kind(r, p, 0), one = units_per_kind(r, p, 1);
-  CHECK(zero == std::map<std::string, int64_t>{{"head", 4}, {"mlp", 4}, {"vocab", 3}});
+  std::vector<UnitGroup> groups = unit_groups(c);
+  Partition p = Partition::even(groups, 2);
+  apply_tp_assignment(p, groups, "vocab=0-4|");
+  std::map<std::string, int64_t> zero = units_per_kind(groups, p, 0), one = units_per_kind(groups, p, 1);
+  CHECK(zero == std::map<std::string, int64_t>{{"head", 4}, {"mlp", 4}, {"vocab", 5}});
   CHECK(one == std::map<std::string, int64_t>{{"head", 4}, {"mlp", 4}, {"vocab", 0}});
   // The monitor's counts (kinds in order, then the skipped units) as the metrics file names them.
   CHECK(named_units({4, 5, 3, 2}) ==
