@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cuda/cuda_runtime_api.h"
+#include "nn/units.h"
 
 namespace flextp {
 
@@ -55,7 +56,7 @@ void TrainLog::metrics(const StepReport& r) {
   if (!r.ranks.empty()) {
     nlohmann::json ranks = nlohmann::json::array();
     for (const RankRow& row : r.ranks)
-      ranks.push_back({{"compute_ms", row.compute_ms}, {"wait_ms", row.wait_ms}, {"units", row.units}, {"speed", row.speed}});
+      ranks.push_back({{"compute_ms", row.compute_ms}, {"wait_ms", row.wait_ms}, {"units", named_units(row.units)}, {"speed", row.speed}});
     line["ranks"] = ranks;
     line["plan"] = r.balance.choice;
     line["predicted_ms"] = r.balance.plan.now_ms;

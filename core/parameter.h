@@ -4,10 +4,12 @@
 // tensor-parallel units. Everything a unit needs in order to move to another rank is here, so
 // optim/ and parallel/ work on parameters without knowing the layers.
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/tensor.h"
+#include "core/unit_layout.h"
 
 namespace flextp {
 
@@ -25,24 +27,37 @@ struct Parameter {
   }
   bool weight_decay = true;
 
-  // Units: rows of `value` come in blocks of unit_rows rows, one block per owned unit, in the
-  // owning layer's local order. unit_rows == 0: replicated (the same on every rank).
-  std::string unit_kind;       // "head", "mlp", "vocab" or "" for replicated
-  std::string unit_group;      // the partition's group of these units: "h.3.head", "vocab", ...
-  int64_t unit_rows = 0;       // rows per unit (the last unit of a kind may have fewer)
-  int64_t logical_rows = 0;    // rows of the whole logical parameter (all units)
+  // Units: rows of `value` come in blocks of unit_rows() rows, one block per owned unit, in the
+  // owning layer's local order. No layout: replicated (the same on every rank).
+  std::shared_ptr<const UnitLayout> layout;
   std::vector<int64_t> units;  // the units whose rows `value` holds, in that order
   // Priority resizing: only the first active_rows rows take part in compute and updates
   // (-1: all). The rest keep their weights and optimizer state until they come back.
   int64_t active_rows = -1;
 
-  bool replicated() const { return unit_rows == 0; }
+  bool replicated() const { return !layout; }
   bool resized() const { return active_rows >= 0 && active_rows < value.size(0); }
   Tensor grad() const { return value.grad(); }
+  // The unit group (only for a parameter with units).
+  const UnitGroupInfo& group() const { return *layout->group; }
+  int64_t unit_rows() const { return layout ? layout->unit_rows : 0; }
+  // Rows of the whole logical parameter: all units' rows, or value's own for a replicated one.
+  int64_t logical_rows() const { return layout ? layout->logical_rows : (value.ndim() ? value.size(0) : 1); }
   // Rows of unit u in the logical parameter.
-  int64_t rows_of_unit(int64_t u) const {
-    int64_t left = logical_rows - u * unit_rows;
-    return left < unit_rows ? left : unit_rows;
+  int64_t rows_of_unit(int64_t u) const { return layout->rows_of_unit(u); }
+  // Rows of the first n local units (in local order).
+  int64_t rows_of_first_units(int64_t n) const {
+    int64_t rows = 0;
+    for (int64_t i = 0; i < n; ++i) rows += rows_of_unit(units[i]);
+    return rows;
+  }
+  // Local units in use: all, or those within the active rows of a resized parameter.
+  int64_t active_units() const {
+    int64_t n = static_cast<int64_t>(units.size());
+    if (active_rows < 0) return n;
+    int64_t rows = 0, k = 0;
+    while (k < n && rows < active_rows) rows += rows_of_unit(units[k++]);
+    return k;
   }
 };
 

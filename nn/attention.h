@@ -10,14 +10,20 @@ namespace flextp {
 
 class CausalSelfAttention : public Module {
  public:
-  CausalSelfAttention(const std::string& prefix, const GPTConfig& c, std::vector<int64_t> heads,
+  // `heads`: the units of `group` (this layer's heads) held here, in local order.
+  CausalSelfAttention(const std::string& prefix, const GPTConfig& c,
+                      std::shared_ptr<const UnitGroupInfo> group, std::vector<int64_t> heads,
                       Communicator* comm);
+  // The heads of block `layer` as a unit group, priced for steps of shape s.
+  static UnitGroupInfo unit_group(const GPTConfig& c, int64_t layer, const StepShape& s);
   Tensor forward(const Tensor& x) const;  // [B, T, C] -> [B, T, C]
   // The heads held here, in local order (the QKV weight's units).
   const std::vector<int64_t>& heads() const { return c_attn.weight.units; }
   int64_t local_heads() const { return static_cast<int64_t>(heads().size()); }
   // Heads in use: all but the ones priority resizing skips (the last of the local order).
   int64_t active_heads() const;
+  // The layer that fills in for skipped heads (row split, sums the heads' contributions).
+  Linear& row_split_layer() const { return c_proj; }
 
   Linear& c_attn;  // weight [U*3D, C], bias [U*3D]
   Linear& c_proj;  // weight [U*D, C], bias [C]

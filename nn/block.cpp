@@ -6,14 +6,19 @@
 
 namespace flextp {
 
-Block::Block(const std::string& prefix, const GPTConfig& c, std::vector<int64_t> heads,
+Block::Block(int64_t layer, const GPTConfig& c, const UnitRegistry& units, std::vector<int64_t> heads,
              std::vector<int64_t> mlp_blocks, Communicator* comm)
-    : Module(prefix),
+    : Module(block_name(layer)),
       ln_1(add_module(std::make_unique<LayerNorm>(child_prefix("ln_1"), c.n_embd, c.dtype))),
-      attn(add_module(std::make_unique<CausalSelfAttention>(child_prefix("attn"), c,
-                                                            std::move(heads), comm))),
+      attn(add_module(std::make_unique<CausalSelfAttention>(
+          child_prefix("attn"), c, units.group(UnitKind::Head, layer), std::move(heads), comm))),
       ln_2(add_module(std::make_unique<LayerNorm>(child_prefix("ln_2"), c.n_embd, c.dtype))),
-      mlp(add_module(std::make_unique<MLP>(child_prefix("mlp"), c, std::move(mlp_blocks), comm))) {}
+      mlp(add_module(std::make_unique<MLP>(child_prefix("mlp"), c, units.group(UnitKind::Mlp, layer),
+                                           std::move(mlp_blocks), comm))) {}
+
+std::vector<Linear*> Block::row_split_layers() const {
+  return {&attn.row_split_layer(), &mlp.row_split_layer()};
+}
 
 Tensor Block::forward(const Tensor& x, double p, uint64_t seed) const {
   // The residual stream is replicated, so its dropout masks are the same on every rank.

@@ -3,16 +3,21 @@
 #include "nn/attention.h"
 #include "nn/layer_norm.h"
 #include "nn/mlp.h"
+#include "nn/units.h"
 
 namespace flextp {
 
 class Block : public Module {
  public:
-  Block(const std::string& prefix, const GPTConfig& c, std::vector<int64_t> heads,
+  // Block `layer` of the model, holding these heads and MLP blocks (in local order).
+  Block(int64_t layer, const GPTConfig& c, const UnitRegistry& units, std::vector<int64_t> heads,
         std::vector<int64_t> mlp_blocks, Communicator* comm);
   // x [B, T, C] -> [B, T, C]. Residual dropout with probability `dropout` (0: none), its masks
   // drawn from `dropout_seed` and a stream per block and branch (the same on every rank).
   Tensor forward(const Tensor& x, double dropout, uint64_t dropout_seed) const;
+
+  // The row-split layers, which fill in for the units priority resizing skips.
+  std::vector<Linear*> row_split_layers() const;
 
   LayerNorm& ln_1;
   CausalSelfAttention& attn;

@@ -19,12 +19,7 @@
 namespace flextp {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-bool is_qkv(const std::string& n) { return ends_with(n, "attn.c_attn.weight") || ends_with(n, "attn.c_attn.bias"); }
-bool is_fc_weight(const std::string& n) { return ends_with(n, "mlp.c_fc.weight"); }
+HfLayout hf_layout(const Parameter& p) { return p.replicated() ? HfLayout::AsIs : p.layout->hf; }
 
 // flextp keeps each head's q, k, v rows together (a unit is contiguous); Hugging Face keeps all
 // q, then all k, then all v. Row r = (h, s, i) here is row s C + h D + i there.
@@ -65,9 +60,10 @@ Tensor permute_transpose(const Tensor& in, const GPTConfig& c, bool qkv, bool to
   return out;
 }
 
-Tensor convert(const std::string& name, const Tensor& t, const GPTConfig& c, bool to_hf) {
-  bool qkv = is_qkv(name), fc = is_fc_weight(name);
-  if (!qkv && !fc) return t;
+Tensor convert(const Parameter& p, const Tensor& t, const GPTConfig& c, bool to_hf) {
+  HfLayout layout = hf_layout(p);
+  if (layout == HfLayout::AsIs || (layout == HfLayout::Conv1D && t.ndim() != 2)) return t;
+  bool qkv = layout == HfLayout::Conv1DQkv;
   Tensor out;
   if (t.dtype() == DType::F64)
     out = permute_transpose<double>(t, c, qkv, to_hf);
@@ -143,18 +139,17 @@ void slow_save_fault() {
 
 }  // namespace
 
-Shape hf_shape(const std::string& name, const Shape& logical) {
-  if (logical.size() == 2 && (is_qkv(name) || is_fc_weight(name)))
-    return {logical[1], logical[0]};
+Shape hf_shape(const Parameter& p, const Shape& logical) {
+  if (logical.size() == 2 && hf_layout(p) != HfLayout::AsIs) return {logical[1], logical[0]};
   return logical;
 }
 
-Tensor to_hf_layout(const std::string& name, const Tensor& logical, const GPTConfig& c) {
-  return convert(name, logical, c, true);
+Tensor to_hf_layout(const Parameter& p, const Tensor& logical, const GPTConfig& c) {
+  return convert(p, logical, c, true);
 }
 
-Tensor from_hf_layout(const std::string& name, const Tensor& hf, const GPTConfig& c) {
-  return convert(name, hf, c, false);
+Tensor from_hf_layout(const Parameter& p, const Tensor& hf, const GPTConfig& c) {
+  return convert(p, hf, c, false);
 }
 
 void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optimizer,
@@ -165,14 +160,14 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
   std::vector<std::pair<std::string, Tensor>> weights, slots;
   for (Parameter* p : model.parameters()) {
     Tensor logical = gather_logical(*p, p->value, comm);
-    if (writer) weights.push_back({p->name, to_hf_layout(p->name, logical, c)});
+    if (writer) weights.push_back({p->name, to_hf_layout(*p, logical, c)});
     if (!optimizer) continue;
     for (const std::string& s : optimizer->slot_names()) {
       auto it = p->state.find(s);
       Tensor local = it != p->state.end() ? it->second
                                           : Tensor::zeros(p->value.shape(), p->value.dtype());
       Tensor slot = gather_logical(*p, local, comm);
-      if (writer) slots.push_back({p->name + "." + s, to_hf_layout(p->name, slot, c)});
+      if (writer) slots.push_back({p->name + "." + s, to_hf_layout(*p, slot, c)});
     }
   }
   if (optimizer) gather_stale_means(model, comm, writer, slots);
@@ -275,7 +270,7 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
 
   std::vector<Parameter*> params = model.parameters();
   std::map<std::string, Shape> expected;
-  for (Parameter* p : params) expected[p->name] = hf_shape(p->name, logical_shape(*p));
+  for (Parameter* p : params) expected[p->name] = hf_shape(*p, logical_shape(*p));
   check_tensors(f, path, expected, c.dtype);
 
   TrainState state;
@@ -308,11 +303,11 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
   }
 
   for (Parameter* p : params) {
-    Tensor logical = from_hf_layout(p->name, f.tensors.at(p->name), c);
+    Tensor logical = from_hf_layout(*p, f.tensors.at(p->name), c);
     p->value.copy_from(local_rows(*p, logical).to(p->value.device()));
     if (!optimizer) continue;
     for (const std::string& slot : optimizer->slot_names()) {
-      Tensor ls = from_hf_layout(p->name, s.tensors.at(p->name + "." + slot), c);
+      Tensor ls = from_hf_layout(*p, s.tensors.at(p->name + "." + slot), c);
       p->state[slot] = local_rows(*p, ls).to(p->value.device());
     }
   }

@@ -47,9 +47,10 @@ std::map<std::string, std::string> read_checkpoint_extra(const std::string& path
 // load_checkpoint picks it); none when there is no such state.
 std::optional<uint64_t> read_checkpoint_seed(const std::string& path);
 
-// Hugging Face layout <-> flextp layout for one logical tensor (c_attn and c_fc differ).
-Tensor to_hf_layout(const std::string& name, const Tensor& logical, const GPTConfig& c);
-Tensor from_hf_layout(const std::string& name, const Tensor& hf, const GPTConfig& c);
-Shape hf_shape(const std::string& name, const Shape& logical);
+// Hugging Face layout <-> flextp layout for one logical tensor of a parameter (or of its optimizer
+// slots), as the parameter's layer declared it (UnitLayout::hf: c_attn and c_fc differ).
+Tensor to_hf_layout(const Parameter& p, const Tensor& logical, const GPTConfig& c);
+Tensor from_hf_layout(const Parameter& p, const Tensor& hf, const GPTConfig& c);
+Shape hf_shape(const Parameter& p, const Shape& logical);
 
 }  // namespace flextp

@@ -29,4 +29,8 @@ struct GPTConfig {
   std::string str() const;
 };
 
+// The name of block `layer` ("h.3", as in Hugging Face GPT-2): its parameters' prefix and the
+// first part of its unit groups' names.
+inline std::string block_name(int64_t layer) { return "h." + std::to_string(layer); }
+
 }  // namespace flextp

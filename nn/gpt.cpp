@@ -6,6 +6,7 @@
 #include "core/ops/shape_ops.h"
 #include "core/random.h"
 #include "nn/init.h"
+#include "nn/unit_costs.h"
 #include "parallel/tp_ops.h"
 #include "parallel/vocab_parallel.h"
 
@@ -28,18 +29,16 @@ GPT::GPT(const GPTConfig& c, const LocalUnits& units, Communicator* comm)
                                          c.n_positions, c.n_embd, 0.01, c.dtype),
                         false)),
       config_(c),
+      units_(c),
       comm_(comm) {
-  wte.unit_kind = "vocab";
-  wte.unit_rows = c.vocab_unit;
-  wte.logical_rows = c.vocab_size;
+  wte.layout = std::make_shared<const UnitLayout>(
+      UnitLayout{units_.group(UnitKind::Vocab), c.vocab_unit, c.vocab_size, HfLayout::AsIs});
   wte.units = units.vocab;
-  wte.unit_group = "vocab";
   FLEXTP_CHECK(static_cast<int64_t>(units.heads.size()) == c.n_layer &&
                    static_cast<int64_t>(units.mlp.size()) == c.n_layer,
                "GPT: unit lists for ", units.heads.size(), " layers, config has ", c.n_layer);
   for (int64_t l = 0; l < c.n_layer; ++l)
-    blocks_.push_back(&add_module(std::make_unique<Block>(
-        "h." + std::to_string(l), c, units.heads[l], units.mlp[l], comm)));
+    blocks_.push_back(&add_module(std::make_unique<Block>(l, c, units_, units.heads[l], units.mlp[l], comm)));
   ln_f_ = &add_module(std::make_unique<LayerNorm>("ln_f", c.n_embd, c.dtype));
 }
 
@@ -59,12 +58,19 @@ Tensor GPT::hidden(const Tensor& ids) const {
   return ln_f_->forward(x);                                    // [B, T, C]
 }
 
+UnitGroupInfo GPT::vocab_unit_group(const GPTConfig& c, const StepShape& s) {
+  const double n = static_cast<double>(s.batch * s.seq_len), ch = static_cast<double>(c.n_embd);
+  const double v = static_cast<double>(c.vocab_unit);
+  // Forward + backward of the LM head's product, and the softmax over the block's logits.
+  double work = 3 * (2 * n * ch * v) + kElementwiseFlops * 3 * n * v;
+  double bytes = v * ch * bytes_per_value(c, s);
+  return {"vocab", UnitKind::Vocab, -1, c.n_vocab_units(), c.vocab_unit, false, {work, bytes}};
+}
+
 std::vector<Linear*> GPT::row_split_layers() const {
   std::vector<Linear*> out;
-  for (Block* b : blocks_) {
-    out.push_back(&b->attn.c_proj);
-    out.push_back(&b->mlp.c_proj);
-  }
+  for (Block* b : blocks_)
+    for (Linear* l : b->row_split_layers()) out.push_back(l);
   return out;
 }
 

@@ -37,6 +37,11 @@ class GPT : public Module {
   std::vector<Linear*> row_split_layers() const;
   const GPTConfig& config() const { return config_; }
   const std::vector<Block*>& blocks() const { return blocks_; }
+  // The model's unit groups (the parameters with units point into it).
+  const UnitRegistry& units() const { return units_; }
+  // The vocabulary blocks (token embedding and tied LM head) as a unit group, priced for steps
+  // of shape s.
+  static UnitGroupInfo vocab_unit_group(const GPTConfig& c, const StepShape& s);
 
   Parameter& wte;  // [V, C] token embedding, also the LM head
   Parameter& wpe;  // [n_positions, C] position embedding
@@ -45,6 +50,7 @@ class GPT : public Module {
   Tensor hidden(const Tensor& ids) const;  // [B, T, C] after ln_f
 
   GPTConfig config_;
+  UnitRegistry units_;
   std::vector<Block*> blocks_;
   LayerNorm* ln_f_ = nullptr;
   Communicator* comm_;

@@ -14,10 +14,10 @@ namespace {
 // The logical row count of the weight: the split dimension.
 int64_t logical_rows(const LinearSpec& s) { return s.split == Split::Column ? s.out : s.in; }
 std::vector<int64_t> units_or_all(const LinearSpec& s) {
-  return s.unit_kind.empty() ? std::vector<int64_t>{0} : s.units;
+  return s.group ? s.units : std::vector<int64_t>{0};
 }
 int64_t unit_rows_or_all(const LinearSpec& s) {
-  return s.unit_kind.empty() ? logical_rows(s) : s.unit_rows;
+  return s.group ? s.unit_rows : logical_rows(s);
 }
 }  // namespace
 
@@ -40,17 +40,11 @@ Linear::Linear(const std::string& prefix, const LinearSpec& s, uint64_t seed, DT
       bias(add_parameter("bias", initial_bias(s, dtype), false)),
       split_(s.split),
       comm_(comm) {
-  if (!s.unit_kind.empty()) {
-    weight.unit_kind = s.unit_kind;
-    weight.unit_group = s.unit_group;
-    weight.unit_rows = s.unit_rows;
-    weight.logical_rows = logical_rows(s);
+  if (s.group) {
+    weight.layout = std::make_shared<const UnitLayout>(UnitLayout{s.group, s.unit_rows, logical_rows(s), s.hf});
     weight.units = s.units;
     if (s.split == Split::Column) {  // the bias follows the output features
-      bias.unit_kind = s.unit_kind;
-      bias.unit_group = s.unit_group;
-      bias.unit_rows = s.unit_rows;
-      bias.logical_rows = s.out;
+      bias.layout = weight.layout;
       bias.units = s.units;
     }
   }

@@ -5,6 +5,7 @@
 //           of the ranks' partial products); the input features are units.
 // With all units on one rank both are the ordinary linear layer.
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "nn/module.h"
@@ -22,11 +23,11 @@ enum class Impute { Zero, Stale };
 struct LinearSpec {
   int64_t in = 0, out = 0;
   Split split = Split::Column;
-  std::string unit_kind;         // "" for an unsplit layer
-  std::string unit_group;        // the partition group ("h.0.head")
-  int64_t unit_rows = 0;         // weight rows per unit (0: one block of all rows)
-  std::vector<int64_t> units;    // owned units, local order (ignored when unit_kind is "")
+  std::shared_ptr<const UnitGroupInfo> group;  // the units' group; none for an unsplit layer
+  int64_t unit_rows = 0;         // weight rows per unit
+  std::vector<int64_t> units;    // owned units, local order (ignored without a group)
   double init_std = 0.02;
+  HfLayout hf = HfLayout::AsIs;  // how Hugging Face GPT-2 stores the weight and bias
 };
 
 class Linear : public Module {

@@ -31,7 +31,6 @@ Parameter& Module::add_parameter(const std::string& name, Tensor value, bool wei
   p->value = value;
   p->value.set_requires_grad(true);
   p->weight_decay = weight_decay;
-  p->logical_rows = value.ndim() ? value.size(0) : 1;
   params_.push_back(std::move(p));
   return *params_.back();
 }

@@ -16,10 +16,8 @@ std::string stale_seen_name(const Linear& l) { return l.prefix() + ".stale_seen"
 Parameter one_row_per_unit(const Parameter& w, const Tensor& local) {
   Parameter p;
   p.name = w.name;
-  p.unit_kind = w.unit_kind;
-  p.unit_group = w.unit_group;
-  p.unit_rows = 1;
-  p.logical_rows = (w.logical_rows + w.unit_rows - 1) / w.unit_rows;
+  p.layout = std::make_shared<const UnitLayout>(
+      UnitLayout{w.layout->group, 1, (w.logical_rows() + w.unit_rows() - 1) / w.unit_rows(), HfLayout::AsIs});
   p.units = w.units;
   p.value = local;
   return p;
@@ -60,7 +58,7 @@ void expect_stale_means(const GPT& model, const SafetensorsFile& state, std::map
   for (const Linear* l : model.row_split_layers()) {
     if (!imputes(*l)) continue;
     if (!state.tensors.count(stale_mean_name(*l)) && !state.tensors.count(stale_seen_name(*l))) continue;
-    int64_t units = one_row_per_unit(l->weight, l->weight.value).logical_rows;
+    int64_t units = one_row_per_unit(l->weight, l->weight.value).logical_rows();
     expected[stale_mean_name(*l)] = {units, l->weight.value.size(1)};  // both, or the file is refused
     expected[stale_seen_name(*l)] = {units};
   }

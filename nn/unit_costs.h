@@ -2,11 +2,24 @@
 // What one unit of each group costs per training step (FLOPs of its forward and backward, with
 // memory-bound elementwise passes weighted as FLOP-equivalents) and how many bytes it carries when
 // it moves (weights and optimizer slots): the planner's inputs from the model.
+#include "core/dtype.h"
+#include "core/unit_layout.h"
 #include "nn/config.h"
 #include "parallel/planner.h"
 
 namespace flextp {
 
+// A memory-bound elementwise pass over one element, in FLOP-equivalents: measured on the CPU
+// (a rank holding no units spends ~7% of a full step on the replicated LayerNorms and adds).
+inline constexpr double kElementwiseFlops = 40.0;
+
+// The bytes one value of a parameter carries when it moves: itself and its optimizer slots.
+inline double bytes_per_value(const GPTConfig& c, const StepShape& s) {
+  return static_cast<double>(dtype_size(c.dtype)) * (1 + s.optimizer_slots);
+}
+
+// The planner's costs, read from the unit registry's groups (each layer prices its own units),
+// plus the replicated work every rank does.
 UnitCosts gpt_unit_costs(const GPTConfig& c, int64_t batch, int64_t seq_len, int slots);
 
 }  // namespace flextp

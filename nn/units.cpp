@@ -2,7 +2,46 @@
 
 #include <numeric>
 
+#include "core/error.h"
+#include "nn/attention.h"
+#include "nn/gpt.h"
+#include "nn/mlp.h"
+
 namespace flextp {
+
+UnitRegistry::UnitRegistry(const GPTConfig& c, const StepShape& s) {
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    groups_.push_back(std::make_shared<UnitGroupInfo>(CausalSelfAttention::unit_group(c, l, s)));
+    groups_.push_back(std::make_shared<UnitGroupInfo>(MLP::unit_group(c, l, s)));
+  }
+  groups_.push_back(std::make_shared<UnitGroupInfo>(GPT::vocab_unit_group(c, s)));
+}
+
+std::shared_ptr<const UnitGroupInfo> UnitRegistry::group(UnitKind kind, int64_t layer) const {
+  for (const auto& g : groups_)
+    if (g->kind == kind && g->layer == layer) return g;
+  FLEXTP_FAIL("the model has no ", unit_kind_name(kind), " units in layer ", layer);
+}
+
+const UnitGroupInfo& UnitRegistry::named(const std::string& name) const {
+  for (const auto& g : groups_)
+    if (g->name == name) return *g;
+  FLEXTP_FAIL("the model has no unit group '", name, "'");
+}
+
+std::vector<UnitGroup> UnitRegistry::partition_groups() const {
+  std::vector<UnitGroup> out;
+  for (const auto& g : groups_) out.push_back(*g);
+  return out;
+}
+
+std::map<std::string, double> named_units(const std::vector<double>& per_kind) {
+  std::map<std::string, double> out;
+  size_t k = 0;
+  for (UnitKind kind : kUnitKinds) out[unit_kind_name(kind)] = k < per_kind.size() ? per_kind[k++] : 0.0;
+  out["skipped"] = k < per_kind.size() ? per_kind[k] : 0.0;
+  return out;
+}
 
 LocalUnits LocalUnits::all(const GPTConfig& c) {
   auto range = [](int64_t n) {
@@ -18,23 +57,16 @@ LocalUnits LocalUnits::all(const GPTConfig& c) {
 }
 
 LocalUnits LocalUnits::of_rank(const GPTConfig& c, const Partition& p, int rank) {
+  UnitRegistry r(c);
   LocalUnits u;
   for (int64_t l = 0; l < c.n_layer; ++l) {
-    u.heads.push_back(p.units_of("h." + std::to_string(l) + ".head", rank));
-    u.mlp.push_back(p.units_of("h." + std::to_string(l) + ".mlp", rank));
+    u.heads.push_back(p.units_of(r.group(UnitKind::Head, l)->name, rank));
+    u.mlp.push_back(p.units_of(r.group(UnitKind::Mlp, l)->name, rank));
   }
-  u.vocab = p.units_of("vocab", rank);
+  u.vocab = p.units_of(r.group(UnitKind::Vocab)->name, rank);
   return u;
 }
 
-std::vector<UnitGroup> unit_groups(const GPTConfig& c) {
-  std::vector<UnitGroup> g;
-  for (int64_t l = 0; l < c.n_layer; ++l) {
-    g.push_back({"h." + std::to_string(l) + ".head", "head", c.n_head});
-    g.push_back({"h." + std::to_string(l) + ".mlp", "mlp", c.n_mlp_units()});
-  }
-  g.push_back({"vocab", "vocab", c.n_vocab_units()});
-  return g;
-}
+std::vector<UnitGroup> unit_groups(const GPTConfig& c) { return UnitRegistry(c).partition_groups(); }
 
 }  // namespace flextp

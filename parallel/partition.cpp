@@ -131,6 +131,14 @@ std::vector<double> parse_tp_weights(const std::string& spec, int ranks) {
   return w;
 }
 
+std::map<std::string, int64_t> units_per_kind(const std::vector<UnitGroup>& groups, const Partition& p, int rank) {
+  std::map<std::string, int64_t> count;
+  for (UnitKind k : kUnitKinds) count[unit_kind_name(k)] = 0;
+  for (const UnitGroup& g : groups)
+    for (int o : p.owners(g.name)) count[unit_kind_name(g.kind)] += o == rank;
+  return count;
+}
+
 void apply_tp_assignment(Partition& p, const std::vector<UnitGroup>& groups, const std::string& spec) {
   size_t eq = spec.find('=');
   FLEXTP_CHECK(eq != std::string::npos, "partition spec '", spec, "' needs KIND=UNITS|UNITS...");
@@ -147,8 +155,8 @@ void apply_tp_assignment(Partition& p, const std::vector<UnitGroup>& groups, con
                per_rank.size(), " ranks but there are ", p.ranks());
   bool matched = false;
   for (const UnitGroup& g : groups) {
-    if (g.kind != kind) continue;
-    if (!layer.empty() && g.name != "h." + layer + "." + kind) continue;
+    if (unit_kind_name(g.kind) != kind) continue;
+    if (!layer.empty() && (g.layer < 0 || std::to_string(g.layer) != layer)) continue;
     matched = true;
     std::vector<int> owners(g.units, -1);
     for (int r = 0; r < p.ranks(); ++r) {

@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "core/unit_layout.h"
+
 namespace flextp {
 
-struct UnitGroup {
-  std::string name;  // "h.<layer>.head", "h.<layer>.mlp", "vocab"
-  std::string kind;  // "head", "mlp", "vocab"
-  int64_t units = 0;
-};
+// A group as the model's unit registry describes it (nn/units.h); the partition reads its name
+// (its key), kind, layer and number of units.
+using UnitGroup = UnitGroupInfo;
 
 class Partition {
  public:
@@ -36,6 +36,9 @@ class Partition {
   int ranks_ = 1;
   std::map<std::string, std::vector<int>> owners_;
 };
+
+// Units a rank owns under a partition, per kind, by kind name ("head", "mlp", "vocab").
+std::map<std::string, int64_t> units_per_kind(const std::vector<UnitGroup>& groups, const Partition& p, int rank);
 
 // "3,1" -> {3, 1}: one positive weight per rank.
 std::vector<double> parse_tp_weights(const std::string& spec, int ranks);

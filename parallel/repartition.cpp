@@ -18,7 +18,7 @@ std::vector<Tensor*> travelling(Parameter& p, const std::vector<std::string>& sl
 }
 
 int64_t row_elems(const Parameter& p) {
-  return p.value.size(0) ? p.value.numel() / p.value.size(0) : numel(logical_shape(p)) / p.logical_rows;
+  return p.value.size(0) ? p.value.numel() / p.value.size(0) : numel(logical_shape(p)) / p.logical_rows();
 }
 
 }  // namespace
@@ -40,9 +40,9 @@ RepartitionStats repartition(const std::vector<Parameter*>& params, const Partit
     dtype = p->value.dtype();
     device = p->value.device();
     FLEXTP_CHECK(!p->grad().defined(), "repartition of ", p->name, " with a pending gradient: call it between steps");
-    const std::vector<int>& old_owner = from.owners(p->unit_group);
-    const std::vector<int>& new_owner = to.owners(p->unit_group);
-    FLEXTP_CHECK(old_owner.size() == new_owner.size(), "repartition: group ", p->unit_group, " changes size");
+    const std::vector<int>& old_owner = from.owners(p->group().name);
+    const std::vector<int>& new_owner = to.owners(p->group().name);
+    FLEXTP_CHECK(old_owner.size() == new_owner.size(), "repartition: group ", p->group().name, " changes size");
     std::vector<Tensor*> tensors = travelling(*p, slots);
     std::vector<int64_t> offsets = local_unit_offsets(*p);
     int64_t width = row_elems(*p);
@@ -116,8 +116,8 @@ RepartitionStats repartition(const std::vector<Parameter*>& params, const Partit
   for (const auto& r : recvs) recv_of[r.peer] = r.buffer;
   for (Parameter* p : params) {
     if (p->replicated()) continue;
-    const std::vector<int>& old_owner = from.owners(p->unit_group);
-    const std::vector<int>& new_owner = to.owners(p->unit_group);
+    const std::vector<int>& old_owner = from.owners(p->group().name);
+    const std::vector<int>& new_owner = to.owners(p->group().name);
     std::vector<Tensor*> tensors = travelling(*p, slots);
     std::vector<int64_t> offsets = local_unit_offsets(*p);
     int64_t width = row_elems(*p);

@@ -12,7 +12,7 @@ namespace flextp {
 std::vector<Parameter*> group_parameters(const std::vector<Parameter*>& params, const std::string& group) {
   std::vector<Parameter*> out;
   for (Parameter* p : params)
-    if (!p->replicated() && p->unit_group == group) out.push_back(p);
+    if (!p->replicated() && p->group().name == group) out.push_back(p);
   return out;
 }
 
@@ -49,19 +49,12 @@ void set_active_units(const std::vector<Parameter*>& group, int64_t active) {
       p->active_rows = -1;
       continue;
     }
-    int64_t rows = 0;
-    for (int64_t i = 0; i < active; ++i) rows += p->rows_of_unit(p->units[i]);
-    p->active_rows = rows;
+    p->active_rows = p->rows_of_first_units(active);
   }
 }
 
 int64_t active_units(const std::vector<Parameter*>& group) {
-  if (group.empty()) return 0;
-  const Parameter* p = group.front();
-  if (p->active_rows < 0) return static_cast<int64_t>(p->units.size());
-  int64_t rows = 0, n = 0;
-  while (n < static_cast<int64_t>(p->units.size()) && rows < p->active_rows) rows += p->rows_of_unit(p->units[n++]);
-  return n;
+  return group.empty() ? 0 : group.front()->active_units();
 }
 
 }  // namespace flextp

@@ -15,6 +15,8 @@
 #include "parallel/unit_rows.h"
 
 namespace flextp {
+// The balancer's test of a group name (balancer.cpp); the resizer itself reads the registry's
+// `resizable` through the parameters.
 bool Resizer::resizable(const std::string& group) {
   return group.size() > 5 && (group.compare(group.size() - 5, 5, ".head") == 0 ||
                               group.compare(group.size() - 4, 4, ".mlp") == 0);
@@ -38,9 +40,8 @@ double Resizer::skipped_importance(const std::vector<Parameter*>& params, const 
                                    const std::vector<double>& speed, int rank) const {
   double skipped = 0, total = 0;
   for (const auto& [group, owners] : partition.groups()) {
-    if (!resizable(group)) continue;
     std::vector<Parameter*> ps = group_parameters(params, group);
-    if (ps.empty()) continue;
+    if (ps.empty() || !ps.front()->group().resizable) continue;
     std::vector<double> imp;
     for (int64_t u : ps.front()->units) imp.push_back(importance(group, u));
     std::sort(imp.begin(), imp.end(), std::greater<double>());
@@ -62,13 +63,10 @@ void Resizer::observe(const std::vector<Parameter*>& params, int64_t step) {
   NoGradGuard ng;
   std::map<std::string, std::map<int64_t, double>> now;
   for (Parameter* p : params) {
-    if (p->replicated() || !resizable(p->unit_group)) continue;
+    if (p->replicated() || !p->group().resizable) continue;
     Tensor g = p->grad();
     std::vector<int64_t> offsets = local_unit_offsets(*p);
-    int64_t active = p->resized() ? 0 : static_cast<int64_t>(p->units.size());
-    if (p->resized())
-      for (int64_t rows = 0; active < static_cast<int64_t>(p->units.size()) && rows < p->active_rows;)
-        rows += p->rows_of_unit(p->units[active++]);
+    int64_t active = p->active_units();
     for (int64_t i = 0; i < active; ++i) {
       int64_t u = p->units[i], rows = p->rows_of_unit(u);
       Tensor w = slice_rows(p->value, offsets[i], rows);
@@ -81,9 +79,9 @@ void Resizer::observe(const std::vector<Parameter*>& params, int64_t step) {
       } else if (o_.priority == "norm") {
         s = sum(mul(w, w)).item();
       } else {
-        s = rng::uniform(static_cast<uint64_t>(step), rng::stream_id(p->unit_group.c_str()) + u, o_.seed);
+        s = rng::uniform(static_cast<uint64_t>(step), rng::stream_id(p->group().name.c_str()) + u, o_.seed);
       }
-      now[p->unit_group][u] += s;
+      now[p->group().name][u] += s;
     }
   }
   for (const auto& [group, units] : now)
@@ -128,9 +126,8 @@ int64_t Resizer::apply(const std::vector<Parameter*>& params, const Partition& p
                        const std::vector<double>& speed, int rank) {
   int64_t skipped = 0;
   for (const auto& [group, owners] : partition.groups()) {
-    if (!resizable(group)) continue;
     std::vector<Parameter*> ps = group_parameters(params, group);
-    if (ps.empty()) continue;
+    if (ps.empty() || !ps.front()->group().resizable) continue;
     int64_t n = static_cast<int64_t>(ps.front()->units.size());
     int64_t keep = std::min(n, keep_count(owners, speed, rank));
     keep_most_important(ps, group, keep);

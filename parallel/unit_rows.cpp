@@ -6,7 +6,7 @@ namespace flextp {
 
 Shape logical_shape(const Parameter& p) {
   Shape s = p.value.shape();
-  if (!p.replicated()) s[0] = p.logical_rows;
+  if (!p.replicated()) s[0] = p.logical_rows();
   return s;
 }
 
@@ -22,7 +22,7 @@ std::vector<int64_t> local_unit_offsets(const Parameter& p) {
 
 Tensor take_unit_rows(const Parameter& p, const Tensor& logical, const std::vector<int64_t>& units) {
   std::vector<Tensor> parts;
-  for (int64_t u : units) parts.push_back(slice_rows(logical.detach(), u * p.unit_rows, p.rows_of_unit(u)));
+  for (int64_t u : units) parts.push_back(slice_rows(logical.detach(), u * p.unit_rows(), p.rows_of_unit(u)));
   if (parts.empty()) {
     Shape s = logical.shape();
     s[0] = 0;
@@ -36,7 +36,7 @@ void put_unit_rows(const Parameter& p, const Tensor& local, const std::vector<in
   int64_t at = 0;
   for (int64_t u : units) {
     int64_t rows = p.rows_of_unit(u);
-    slice_rows(logical.detach(), u * p.unit_rows, rows).copy_from(slice_rows(local.detach(), at, rows));
+    slice_rows(logical.detach(), u * p.unit_rows(), rows).copy_from(slice_rows(local.detach(), at, rows));
     at += rows;
   }
 }

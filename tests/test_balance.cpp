@@ -18,7 +18,7 @@ using namespace flextp;
 
 namespace {
 // Two groups of 8 unit-cost units and no replicated work: shares are easy to read.
-std::vector<UnitGroup> groups() { return {{"h.0.head", "head", 8}, {"h.0.mlp", "mlp", 8}}; }
+std::vector<UnitGroup> groups() { return {{"h.0.head", UnitKind::Head, 0, 8, 0, true, {}}, {"h.0.mlp", UnitKind::Mlp, 0, 8, 0, true, {}}}; }
 UnitCosts costs() {
   UnitCosts c;
   c.work = {{"h.0.head", 1.0}, {"h.0.mlp", 1.0}};

@@ -118,7 +118,7 @@ TEST_CASE("units skipped out of order come back with their weights, m and v, in 
   // Unit u's rows of a tensor in logical order (whatever the local order is).
   auto unit_rows = [](Parameter* p, const Tensor& local, int64_t u) {
     Tensor all = gather_logical(*p, local, nullptr);
-    return slice_rows(all, u * p->unit_rows, p->rows_of_unit(u)).to_vector<float>();
+    return slice_rows(all, u * p->unit_rows(), p->rows_of_unit(u)).to_vector<float>();
   };
   auto tensors = [&](Parameter* p) {
     std::vector<std::pair<std::string, Tensor>> out{{"value", p->value}};

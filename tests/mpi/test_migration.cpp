@@ -140,7 +140,7 @@ TEST_CASE("a repartition puts every moved row of weights and Adam state exactly 
       if (p.replicated()) continue;
       std::vector<int64_t> held = p.units;
       std::sort(held.begin(), held.end());
-      CHECK(held == to.units_of(p.unit_group, comm.rank()));
+      CHECK(held == to.units_of(p.group().name, comm.rank()));
       std::vector<Tensor> local{p.value, p.state.at("m"), p.state.at("v")};
       for (size_t k = 0; k < local.size(); ++k)
         CHECK(local[k].to_vector<float>() == take_unit_rows(p, before[i][k], p.units).to_vector<float>());

@@ -78,7 +78,7 @@ void check_same(const Tensor& a, const Tensor& b, const std::string& what) {
 std::map<std::string, std::vector<double>> all_means(const GPT& m, Communicator* comm) {
   std::map<std::string, std::vector<double>> out;
   for (const Linear* l : m.row_split_layers()) {
-    int64_t units = l->weight.logical_rows / l->weight.unit_rows, width = l->weight.value.size(1);
+    int64_t units = l->weight.logical_rows() / l->weight.unit_rows(), width = l->weight.value.size(1);
     // One row per unit, and a column saying the row is known.
     Tensor rows = Tensor::zeros({units, width + 1}, DType::F64);
     for (const auto& [u, t] : l->stale_means()) {

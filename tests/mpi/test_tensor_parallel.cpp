@@ -137,7 +137,7 @@ TEST_CASE("repartitioning mid-run changes nothing: same losses, optimizer state 
     if (!b[i]->replicated()) {  // the same set of units (local order: kept ones first)
       std::vector<int64_t> held = b[i]->units;
       std::sort(held.begin(), held.end());
-      CHECK(held == current.units_of(b[i]->unit_group, comm.rank()));
+      CHECK(held == current.units_of(b[i]->group().name, comm.rank()));
     }
     check_close(gather_logical(*b[i], b[i]->value, &comm), gather_logical(*a[i], a[i]->value, &comm), 1e-4,
                 b[i]->name + " value");

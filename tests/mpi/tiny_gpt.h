@@ -115,7 +115,7 @@ inline ExpectedMove expected_move(const GPTConfig& c, const Partition& from, con
     for (int64_t u = 0; u < g.units; ++u)
       if (from.owners(g.name)[u] != to.owners(g.name)[u]) {
         ++e.units;
-        e.bytes += unit_elements(c, g.kind, u) * (1 + slots) * static_cast<int64_t>(dtype_size(c.dtype));
+        e.bytes += unit_elements(c, unit_kind_name(g.kind), u) * (1 + slots) * static_cast<int64_t>(dtype_size(c.dtype));
       }
   return e;
 }
