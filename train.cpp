@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "tools/parse_flags.h"
 #include "train_faults.h"
 #include "train_options.h"
 #include "train_log.h"
@@ -375,14 +376,10 @@ int main(int argc, char** argv) {
   CLI::App app{"flextp train: a GPT trained by flextp's own tensor and autograd engine"};
   TrainOptions o;
   add_train_flags(app, o);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // --help ends here too (status 0); a refused flag reads like every other error, status 1.
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    std::fprintf(stderr, "train: error: %s\nRun with --help for more information.\n", e.what());
-    if (mpi) MpiRuntime::abort_all(1);
-    return 1;
+  // --help ends here too (status 0); a refused flag reads like every other error, status 1.
+  if (std::optional<int> status = parse_flags(app, argc, argv, "train")) {
+    if (mpi && *status != 0) MpiRuntime::abort_all(*status);
+    return *status;
   }
   std::unique_ptr<Communicator> comm;
   try {

@@ -14,21 +14,12 @@
 #include "parallel/resizer.h"
 #include "parallel/unit_gather.h"
 #include "tests/gradcheck.h"
+#include "tests/resize_gpt.h"
 
 using namespace flextp;
 
 namespace {
-GPTConfig tiny() {
-  GPTConfig c;
-  c.vocab_size = 16;
-  c.vocab_unit = 8;
-  c.n_positions = 8;
-  c.n_layer = 2;
-  c.n_head = 4;
-  c.n_embd = 16;
-  c.mlp_unit = 16;
-  return c;
-}
+GPTConfig tiny() { return test::resize_test_config(DType::F32); }
 Tensor ids(uint64_t seed) {
   std::vector<int32_t> v(2 * 8);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>((i * 7 + seed * 3) % 16);

@@ -9,23 +9,13 @@
 #include "nn/generate.h"
 #include "parallel/resize.h"
 #include "tests/gradcheck.h"
+#include "tests/resize_gpt.h"
 #include "tests/temp_dir.h"
 
 using namespace flextp;
 
 namespace {
-GPTConfig tiny() {
-  GPTConfig c;
-  c.vocab_size = 16;
-  c.vocab_unit = 8;
-  c.n_positions = 8;
-  c.n_layer = 2;
-  c.n_head = 4;
-  c.n_embd = 16;
-  c.mlp_unit = 16;
-  c.dtype = DType::F64;
-  return c;
-}
+GPTConfig tiny() { return test::resize_test_config(DType::F64); }
 Tensor ids(uint64_t seed) {
   std::vector<int32_t> v(2 * 8);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>((i * 7 + seed * 3 + i * i * seed) % 16);
