@@ -26,12 +26,12 @@
 #include "nn/checkpoint_files.h"
 #include "nn/generate.h"
 #include "nn/unit_costs.h"
-#include "parallel/balancer.h"
-#include "parallel/mpi_communicator.h"
-#include "parallel/nccl_communicator.h"
-#include "parallel/rank_agreement.h"
-#include "parallel/straggler.h"
-#include "parallel/unit_rows.h"
+#include "parallel/balance/balancer.h"
+#include "parallel/balance/slowdown.h"
+#include "parallel/comm/mpi_communicator.h"
+#include "parallel/comm/nccl_communicator.h"
+#include "parallel/comm/rank_agreement.h"
+#include "parallel/tp/unit_rows.h"
 
 using namespace flextp;
 

@@ -1,6 +1,6 @@
 #include "train_options.h"
 
-#include "parallel/policy.h"
+#include "parallel/balance/policy.h"
 
 namespace flextp {
 

@@ -9,9 +9,9 @@
 #include "nn/config.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
-#include "parallel/balance_options.h"
-#include "parallel/planner.h"
-#include "parallel/resizer.h"
+#include "parallel/balance/balance_options.h"
+#include "parallel/balance/planner.h"
+#include "parallel/balance/resizer.h"
 
 namespace flextp {
 
@@ -52,7 +52,7 @@ struct TrainOptions {
   // tensor parallelism and balancing
   std::string tp_weights, straggler_trace, comm = "auto", impute = "zero";
   std::vector<std::string> tp_assign, stragglers, contend;
-  // balancing: the defaults are BalanceOptions' (parallel/balance_options.h)
+  // balancing: the defaults are BalanceOptions' (parallel/balance/balance_options.h)
   std::string balance = BalanceOptions{}.policy, priority = BalanceOptions{}.resize.priority;
   int64_t horizon = BalanceOptions{}.planner.horizon, monitor_window = BalanceOptions{}.window;
   double min_gain = BalanceOptions{}.planner.min_gain;

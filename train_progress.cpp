@@ -1,6 +1,6 @@
 #include "train_progress.h"
 
-#include "parallel/mpi_communicator.h"
+#include "parallel/comm/mpi_communicator.h"
 
 #include <algorithm>
 #include <cmath>

@@ -15,8 +15,8 @@
 #include "nn/gpt.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
-#include "parallel/balancer.h"
-#include "parallel/straggler.h"
+#include "parallel/balance/balancer.h"
+#include "parallel/balance/step_clock.h"
 
 namespace flextp {
 

@@ -20,8 +20,8 @@
 #include "optim/clip.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
-#include "parallel/resize.h"
-#include "parallel/resizer.h"
+#include "parallel/balance/active_units.h"
+#include "parallel/balance/resizer.h"
 
 using namespace flextp;
 

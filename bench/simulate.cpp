@@ -16,7 +16,7 @@
 #include "core/random.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
-#include "parallel/planner.h"
+#include "parallel/balance/planner.h"
 
 using namespace flextp;
 

@@ -12,9 +12,9 @@
 #include "core/random.h"
 #include "nn/gpt.h"
 #include "optim/optimizer.h"
-#include "parallel/mpi_communicator.h"
-#include "parallel/repartition.h"
-#include "parallel/straggler.h"
+#include "parallel/balance/step_clock.h"
+#include "parallel/comm/mpi_communicator.h"
+#include "parallel/tp/repartition.h"
 
 using namespace flextp;
 

@@ -9,8 +9,8 @@
 #include "core/error.h"
 #include "fuzz/fuzz_file.h"
 #include "nn/units.h"
-#include "parallel/partition.h"
-#include "parallel/straggler.h"
+#include "parallel/balance/slowdown.h"
+#include "parallel/tp/partition.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string spec(reinterpret_cast<const char*>(data), size);

@@ -14,7 +14,7 @@
 #include "core/autograd.h"
 #include "core/safetensors.h"
 #include "nn/stale_state.h"
-#include "parallel/unit_gather.h"
+#include "parallel/tp/unit_gather.h"
 
 namespace flextp {
 namespace {

@@ -7,8 +7,8 @@
 #include "core/random.h"
 #include "nn/init.h"
 #include "nn/unit_costs.h"
-#include "parallel/tp_ops.h"
-#include "parallel/vocab_parallel.h"
+#include "parallel/tp/tp_ops.h"
+#include "parallel/tp/vocab_parallel.h"
 
 namespace flextp {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "nn/block.h"
 #include "nn/units.h"
-#include "parallel/vocab_parallel.h"
+#include "parallel/tp/vocab_parallel.h"
 
 namespace flextp {
 

@@ -7,7 +7,7 @@
 #include "core/ops/matmul.h"
 #include "core/ops/shape_ops.h"
 #include "nn/init.h"
-#include "parallel/tp_ops.h"
+#include "parallel/tp/tp_ops.h"
 
 namespace flextp {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "nn/module.h"
-#include "parallel/communicator.h"
+#include "parallel/comm/communicator.h"
 
 namespace flextp {
 

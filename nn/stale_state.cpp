@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/ops/shape_ops.h"
-#include "parallel/unit_gather.h"
+#include "parallel/tp/unit_gather.h"
 
 namespace flextp {
 namespace {

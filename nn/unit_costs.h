@@ -5,7 +5,7 @@
 #include "core/dtype.h"
 #include "core/unit_layout.h"
 #include "nn/config.h"
-#include "parallel/planner.h"
+#include "parallel/balance/planner.h"
 
 namespace flextp {
 

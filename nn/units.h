@@ -10,7 +10,7 @@
 
 #include "core/unit_layout.h"
 #include "nn/config.h"
-#include "parallel/partition.h"
+#include "parallel/tp/partition.h"
 
 namespace flextp {
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/parameter.h"
-#include "parallel/communicator.h"
+#include "parallel/comm/communicator.h"
 
 namespace flextp {
 

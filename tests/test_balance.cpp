@@ -4,10 +4,11 @@
 
 #include "nn/unit_costs.h"
 #include "nn/units.h"
-#include "parallel/monitor.h"
-#include "parallel/planner.h"
-#include "parallel/policies/hybrid.h"
-#include "parallel/straggler.h"
+#include "parallel/balance/monitor.h"
+#include "parallel/balance/planner.h"
+#include "parallel/balance/policies/hybrid.h"
+#include "parallel/balance/slowdown.h"
+#include "parallel/balance/step_clock.h"
 #include "tests/temp_dir.h"
 
 #include <algorithm>

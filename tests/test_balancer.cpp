@@ -13,8 +13,8 @@
 #include "nn/gpt.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
-#include "parallel/balancer.h"
-#include "parallel/resize.h"
+#include "parallel/balance/active_units.h"
+#include "parallel/balance/balancer.h"
 #include "tests/balancing_gpt.h"
 
 using namespace flextp;

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "nn/units.h"
-#include "parallel/partition.h"
+#include "parallel/tp/partition.h"
 
 using namespace flextp;
 

@@ -10,9 +10,9 @@
 #include "core/error.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
-#include "parallel/policies/hybrid.h"
-#include "parallel/policies/probe_schedule.h"
-#include "parallel/policy.h"
+#include "parallel/balance/policies/hybrid.h"
+#include "parallel/balance/policies/probe_schedule.h"
+#include "parallel/balance/policy.h"
 #include "tests/balancing_gpt.h"
 
 using namespace flextp;
@@ -198,8 +198,8 @@ TEST_CASE("README's \"Writing a balancing policy\" shows the shipped example pol
     REQUIRE(in);
     return std::string(std::istreambuf_iterator<char>(in), {});
   };
-  std::string readme = text("README.md"), example = text("parallel/policies/proportional.cpp");
+  std::string readme = text("README.md"), example = text("parallel/balance/policies/proportional.cpp");
   CHECK(readme.find("## Writing a balancing policy") != std::string::npos);
   CHECK(readme.find("```cpp\n" + example + "```\n") != std::string::npos);
-  CHECK(text("parallel/policies/registered.h").find("\nFLEXTP_POLICY(proportional)\n") != std::string::npos);
+  CHECK(text("parallel/balance/policies/registered.h").find("\nFLEXTP_POLICY(proportional)\n") != std::string::npos);
 }

@@ -10,9 +10,9 @@
 #include "nn/gpt.h"
 #include "optim/optimizer.h"
 #include "nn/units.h"
-#include "parallel/resize.h"
-#include "parallel/resizer.h"
-#include "parallel/unit_gather.h"
+#include "parallel/balance/active_units.h"
+#include "parallel/balance/resizer.h"
+#include "parallel/tp/unit_gather.h"
 #include "tests/gradcheck.h"
 #include "tests/resize_gpt.h"
 

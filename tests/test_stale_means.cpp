@@ -7,7 +7,7 @@
 #include "core/safetensors.h"
 #include "nn/checkpoint.h"
 #include "nn/generate.h"
-#include "parallel/resize.h"
+#include "parallel/balance/active_units.h"
 #include "tests/gradcheck.h"
 #include "tests/resize_gpt.h"
 #include "tests/temp_dir.h"

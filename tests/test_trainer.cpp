@@ -14,7 +14,7 @@
 #include "mpi/tiny_gpt.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
-#include "parallel/communicator.h"
+#include "parallel/comm/communicator.h"
 
 using namespace flextp;
 

@@ -7,8 +7,8 @@
 #include "nn/gpt.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
-#include "parallel/resize.h"
-#include "parallel/resizer.h"
+#include "parallel/balance/active_units.h"
+#include "parallel/balance/resizer.h"
 #include "tests/mpi/tiny_gpt.h"
 
 using namespace flextp;

@@ -1,4 +1,4 @@
-// The vocabulary-parallel embedding and cross-entropy (parallel/vocab_parallel.h), which the model
+// The vocabulary-parallel embedding and cross-entropy (parallel/tp/vocab_parallel.h), which the model
 // uses instead of the plain ops, on one process: values against the plain ops in vocabulary order,
 // finite-difference gradients (f64) with a permuted unit layout whose short last unit sits first,
 // and ignored targets. tests/mpi/test_vocab_parallel.cpp runs them over several ranks.
@@ -11,7 +11,7 @@
 #include "core/ops/embedding.h"
 #include "core/ops/matmul.h"
 #include "core/ops/shape_ops.h"
-#include "parallel/vocab_parallel.h"
+#include "parallel/tp/vocab_parallel.h"
 #include "tests/gradcheck.h"
 #include "tests/vocab_cases.h"
 

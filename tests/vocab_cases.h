@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "parallel/vocab_parallel.h"
+#include "parallel/tp/vocab_parallel.h"
 
 namespace flextp::test {
 

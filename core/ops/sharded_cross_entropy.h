@@ -1,7 +1,7 @@
 #pragma once
 // The local passes of a cross-entropy whose vocabulary columns are spread over ranks
 // (vocabulary-parallel, Megatron-style). Between them the caller all-reduces the row maxima (max)
-// and the row sums (sum); parallel/vocab_parallel.h puts it together as one autograd op.
+// and the row sums (sum); parallel/tp/vocab_parallel.h puts it together as one autograd op.
 //   logits       [N, Vl]  this rank's columns
 //   local_target [N] i32  the target's column among this rank's, or -1 when it lives elsewhere
 #include "core/tensor.h"

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "parallel/mpi_communicator.h"
+#include "parallel/comm/mpi_communicator.h"
 #include "tests/mpi/mpi_context.h"
 
 namespace flextp::test {

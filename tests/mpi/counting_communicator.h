@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "parallel/communicator.h"
+#include "parallel/comm/communicator.h"
 
 namespace flextp::test {
 

@@ -4,7 +4,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
-#include "parallel/mpi_communicator.h"
+#include "parallel/comm/mpi_communicator.h"
 #include "tests/mpi/mpi_context.h"
 
 int main(int argc, char** argv) {

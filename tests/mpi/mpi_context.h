@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "parallel/communicator.h"
-#include "parallel/mpi_communicator.h"
+#include "parallel/comm/communicator.h"
+#include "parallel/comm/mpi_communicator.h"
 #include "tests/temp_dir.h"
 
 namespace flextp::test {

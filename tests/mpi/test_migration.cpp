@@ -8,9 +8,9 @@
 
 #include "core/autograd.h"
 #include "optim/optimizer.h"
-#include "parallel/repartition.h"
-#include "parallel/unit_gather.h"
-#include "parallel/unit_rows.h"
+#include "parallel/tp/repartition.h"
+#include "parallel/tp/unit_gather.h"
+#include "parallel/tp/unit_rows.h"
 #include "tests/mpi/counting_communicator.h"
 #include "tests/mpi/mpi_context.h"
 #include "tests/mpi/tiny_gpt.h"

@@ -4,9 +4,9 @@
 #include <doctest/doctest.h>
 
 #include "core/autograd.h"
-#include "parallel/cost_model.h"
-#include "parallel/straggler.h"
-#include "parallel/unit_gather.h"
+#include "parallel/balance/step_clock.h"
+#include "parallel/comm/cost_model.h"
+#include "parallel/tp/unit_gather.h"
 #include "tests/mpi/counting_communicator.h"
 #include "tests/mpi/mpi_context.h"
 #include "tests/mpi/tiny_gpt.h"

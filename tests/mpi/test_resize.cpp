@@ -13,8 +13,8 @@
 #include "core/autograd.h"
 #include "core/random.h"
 #include "nn/checkpoint.h"
-#include "parallel/resize.h"
-#include "parallel/unit_gather.h"
+#include "parallel/balance/active_units.h"
+#include "parallel/tp/unit_gather.h"
 #include "tests/mpi/mpi_context.h"
 #include "tests/mpi/tiny_gpt.h"
 

@@ -14,7 +14,7 @@
 #include "core/random.h"
 #include "nn/gpt.h"
 #include "nn/units.h"
-#include "parallel/partition.h"
+#include "parallel/tp/partition.h"
 
 namespace flextp::test {
 

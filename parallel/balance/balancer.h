@@ -1,0 +1,75 @@
+#pragma once
+// The balancing loop of a tensor-parallel run, between two steps: the balancer measures (the
+// monitor's table, what a migration really costs, the importance of units) and carries out what
+// its policy decides: keep, resize (skip the least important units of this rank; lossy,
+// reversible, nothing moves), migrate (move units to a target partition; lossless) or probe (run
+// every unit for a step). Every rank calls it with its own timings; all see the same table, so
+// all decide alike. The policies and how to write one: parallel/balance/policy.h, parallel/policies/.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/parameter.h"
+#include "parallel/balance/balance_options.h"
+#include "parallel/balance/monitor.h"
+#include "parallel/balance/planner.h"
+#include "parallel/balance/policy.h"
+#include "parallel/balance/resizer.h"
+#include "parallel/tp/repartition.h"
+
+namespace flextp {
+
+struct BalanceStep {
+  Plan plan;
+  Action action = Action::keep;
+  std::string choice = "keep";  // action_name(action), for logs
+  RepartitionStats moved;
+  double migrate_ms = 0;
+};
+
+class Balancer {
+ public:
+  // Makes the policy o.policy names in the registry.
+  Balancer(Communicator& comm, Partition initial, UnitCosts costs, CommCostModel comm_model, BalanceOptions o);
+  // With a policy of one's own, registered or not.
+  Balancer(Communicator& comm, Partition initial, UnitCosts costs, CommCostModel comm_model, BalanceOptions o,
+           std::unique_ptr<BalancePolicy> policy);
+  BalanceStep after_step(double compute_ms, double wait_ms, const std::vector<Parameter*>& params,
+                         const std::vector<std::string>& slots);
+  // With resizing: after backward, before the optimizer (importance needs the gradients).
+  void observe_gradients(const std::vector<Parameter*>& params, int64_t step);
+  const Partition& partition() const { return partition_; }
+  const Monitor& monitor() const { return monitor_; }
+  const CommCostModel& comm_model() const { return comm_model_; }
+  // Units a rank holds per kind (head, mlp, vocab), then how many of them it skips now.
+  std::vector<double> units_per_kind(int rank) const;
+  double work_of(int rank) const;
+
+ private:
+  Communicator& comm_;
+  Partition partition_;
+  UnitCosts costs_;
+  CommCostModel comm_model_;
+  BalanceOptions o_;
+  std::unique_ptr<BalancePolicy> policy_;
+  Monitor monitor_;
+  Resizer resizer_;
+  int64_t since_move_ = 0;
+  // What a migration really costs beyond its bytes: the steps after it run slower while the
+  // monitor learns the new partition. Measured from the table (so all ranks agree) as the excess
+  // of the steps after a move over the step that follows them; unknown (-1) until the first move.
+  double migration_cost_ms_ = -1;
+  std::vector<double> after_move_ms_;  // step times since the last move, while settling
+  double move_transfer_ms_ = 0;
+  int64_t skipped_ = 0;       // units this rank skips now
+  double skipped_work_ = 0;   // and their work
+
+  void observe_settling();
+  double skipped_share(const std::vector<Parameter*>& params, const std::vector<double>& speed);
+  void resize(const std::vector<Parameter*>& params, const std::map<std::string, int64_t>& keep);
+  void restore(const std::vector<Parameter*>& params);
+  void migrate(const Plan& plan, const std::vector<Parameter*>& params, const std::vector<std::string>& slots,
+               BalanceStep& out);
+};
+
+}  // namespace flextp

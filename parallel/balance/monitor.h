@@ -1,0 +1,47 @@
+#pragma once
+// The monitor: every step each rank reports its compute time (outside collectives, emulated
+// slowdown included), its wait time (inside collectives) and its work (the cost of the units it
+// holds plus the replicated part); an all-gather gives every rank the same table, and each
+// rank's speed (work per ms) is smoothed by an exponential moving average so that noise does
+// not trigger moves. A change that persists (two samples in a row off the average by more than
+// `jump`, the same way) replaces the average at once: a lasting slowdown is seen in two steps,
+// a one-step blip is not. Every rank then holds identical numbers: the planner needs no
+// coordinator. Resizing, which costs nothing to undo, may act on one sample (fast_speeds).
+#include <string>
+#include <vector>
+
+#include "parallel/comm/communicator.h"
+
+namespace flextp {
+
+struct RankRow {
+  double compute_ms = 0, wait_ms = 0, work = 0;
+  double speed = 0;  // smoothed work per ms
+  double last_raw = 0;  // the previous step's work per ms
+  std::vector<double> units;  // units held, per kind (head, mlp, vocab)
+};
+
+class Monitor {
+ public:
+  // window: the EMA's span in steps (alpha = 2 / (window + 1)).
+  Monitor(int ranks, int window, double jump = 0.25);
+  void record(Communicator& comm, double compute_ms, double wait_ms, double work,
+              const std::vector<double>& units_per_kind);
+  // One rank's row of the all-gathered table (what a test plays for the other ranks).
+  static std::vector<double> row(double compute_ms, double wait_ms, double work,
+                                 const std::vector<double>& units_per_kind);
+  const std::vector<RankRow>& table() const { return rows_; }
+  std::vector<double> speeds() const;
+  // For decisions that are cheap to undo (resizing): the last sample where it is off the
+  // average by more than `jump`, the average otherwise. A slowdown is seen after one step.
+  std::vector<double> fast_speeds() const;
+  int64_t samples() const { return samples_; }
+  std::string str() const;  // one line per rank, for logs
+
+ private:
+  std::vector<RankRow> rows_;
+  double alpha_, jump_;
+  int64_t samples_ = 0;
+};
+
+}  // namespace flextp

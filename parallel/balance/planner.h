@@ -1,0 +1,55 @@
+#pragma once
+// The migration planner: a pure function of (speeds, partition, unit costs, cost model) that
+// every rank evaluates on the same all-gathered inputs, so that all get the same plan with no
+// coordinator.
+//  - Target: in every unit group, whole units in proportion to speed, so that the group's slowest
+//    rank is as fast as it can be (the ranks meet at a collective after each group's work).
+//  - Moves: only the surplus units of over-loaded ranks move, each straight to a rank that
+//    lacks units of that group (never through a third rank): the fewest possible.
+//  - Hysteresis: migrate only when the predicted saving over the horizon exceeds the predicted
+//    transfer time and the step gets at least min_gain faster.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "parallel/comm/cost_model.h"
+#include "parallel/tp/partition.h"
+
+namespace flextp {
+
+// The work (in arbitrary units, e.g. FLOPs) and the bytes (weights + optimizer state) of one unit
+// of each group, and the replicated work every rank does whatever it holds.
+struct UnitCosts {
+  std::map<std::string, double> work;
+  std::map<std::string, double> bytes;
+  double replicated_work = 0;
+};
+
+// Work per rank under a partition (replicated work included).
+std::vector<double> rank_work(const Partition& p, const UnitCosts& c);
+// The step's compute time: per group its slowest rank, plus the replicated work at the slowest speed.
+double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c);
+// The lower bound: all work spread perfectly over the total speed.
+double ideal_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c);
+
+// The balanced target for these speeds, reached from `current` with the fewest moves.
+Partition balanced_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c);
+
+struct PlannerOptions {
+  int64_t horizon = 50;    // steps over which a migration must pay for itself
+  double min_gain = 0.1;   // and make the step at least this much faster (noise guard)
+};
+
+struct Plan {
+  bool migrate = false;
+  Partition target;
+  int64_t units_moved = 0;
+  double bytes = 0;
+  double now_ms = 0, after_ms = 0, transfer_ms = 0, ideal_ms = 0;
+  std::string str() const;
+};
+
+Plan plan_migration(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
+                    const CommCostModel& comm, const PlannerOptions& o);
+
+}  // namespace flextp

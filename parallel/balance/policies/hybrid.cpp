@@ -1,0 +1,102 @@
+// --balance hybrid: over the expected rest of a slowdown (as long again as it has lasted so far,
+// at most the horizon) it compares
+//   keep:    step x steps
+//   resize:  step x steps + lambda x (share of importance skipped) x steps
+//   migrate: step x steps + transfer
+// and takes the cheapest, so a short slowdown is absorbed by resizing and a lasting one is
+// migrated away (the resized units return once the migration has balanced the ranks).
+// lambda = infinity never drops work; lambda = 0 never moves weights.
+#include "parallel/balance/policies/hybrid.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "parallel/balance/policies/probe_schedule.h"
+
+namespace flextp {
+
+Action hybrid_choice(const HybridCosts& h) {
+  const double inf = std::numeric_limits<double>::infinity();
+  double keep = h.keep_ms * h.steps;
+  double resize = std::isinf(h.lambda) ? inf : h.resize_ms * h.steps + h.lambda * h.skipped_share * h.steps;
+  double migrate = (h.lambda == 0 || !h.can_migrate) ? inf : h.migrate_ms * h.steps + h.transfer_ms;
+  if (migrate < keep && migrate <= resize) return Action::migrate;
+  if (resize < keep) return Action::resize;
+  return Action::keep;
+}
+
+double resized_step_ms(const Observation& o, const std::vector<double>& speed) {
+  double total = 0, slowest = 1e300;
+  for (double x : speed) slowest = std::min(slowest, x);
+  const Partition& p = o.partition;
+  for (const auto& [group, owners] : p.groups()) {
+    double unit = o.costs.work.count(group) ? o.costs.work.at(group) : 0.0, worst = 0;
+    for (int r = 0; r < p.ranks(); ++r) {
+      double n = 0;
+      for (int owner : owners) n += owner == r;
+      if (Resizer::resizable(group)) n = std::min<double>(n, o.importance.keep_count(owners, speed, r));
+      worst = std::max(worst, n * unit / speed[r]);
+    }
+    total += worst;
+  }
+  return total + o.costs.replicated_work / slowest;
+}
+
+namespace {
+
+class HybridPolicy : public BalancePolicy {
+ public:
+  explicit HybridPolicy(const BalanceOptions& o)
+      : lambda_(o.lambda), planner_(o.planner), settle_steps_(o.settle_steps), probes_(o.probe_first, o.probe_max) {}
+
+  bool uses_importance() const override { return true; }
+
+  Decision decide(const Observation& o) override {
+    if (probes_.due(o.table)) return probe(o);
+    // Resizing costs nothing to undo: the hybrid weighs on the last step's speeds.
+    const std::vector<double>& speed = o.fast_speeds;
+    Decision keep = keep_at(o, speed);
+    double keep_ms = keep.plan.now_ms;
+    double balanced_ms = predicted_step_ms(balanced_partition(o.partition, speed, o.costs), speed, o.costs);
+    double resize_ms = resized_step_ms(o, speed);
+    bool imbalanced = keep_ms > balanced_ms * (1 + planner_.min_gain) || resize_ms < keep_ms * (1 - planner_.min_gain);
+    slow_age_ = imbalanced ? slow_age_ + 1 : 0;
+    if (!imbalanced) return keep;
+    double steps = static_cast<double>(std::min<int64_t>(planner_.horizon, std::max<int64_t>(slow_age_, 1)));
+    Plan mig = plan_migration(o.partition, speed, o.costs, o.comm, {static_cast<int64_t>(steps), 0.0});
+    HybridCosts h;
+    h.keep_ms = keep_ms;
+    h.resize_ms = resize_ms;
+    h.skipped_share = o.skipped_share(speed);
+    h.migrate_ms = mig.after_ms;
+    // A migration's measured cost once there is one; before, two steps' time beyond its bytes.
+    h.transfer_ms =
+        o.migration_cost_ms >= 0 ? std::max(mig.transfer_ms, o.migration_cost_ms) : mig.transfer_ms + 2 * keep_ms;
+    h.can_migrate = mig.units_moved > 0 && o.since_move >= settle_steps_;
+    h.steps = steps;
+    h.lambda = lambda_;
+    switch (hybrid_choice(h)) {
+      case Action::migrate: return migrate_by(mig);
+      case Action::resize: {
+        Decision resize = resize_to(o, speed);
+        resize.plan = keep.plan;
+        return resize;
+      }
+      default: return keep;
+    }
+  }
+
+ private:
+  double lambda_;
+  PlannerOptions planner_;
+  int64_t settle_steps_;
+  ProbeSchedule probes_;
+  int64_t slow_age_ = 0;  // steps the ranks have been out of balance
+};
+
+}  // namespace
+
+std::unique_ptr<BalancePolicy> make_hybrid_policy(const BalanceOptions& o) { return std::make_unique<HybridPolicy>(o); }
+
+}  // namespace flextp

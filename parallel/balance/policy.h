@@ -1,0 +1,78 @@
+#pragma once
+// A balancing policy: after every step it sees what the balancer measured (an Observation) and
+// says what to do (a Decision); the balancer carries it out. A policy keeps its own history as
+// members (one object lives for the whole run, on every rank). Every rank sees the same table
+// and speeds, so a policy that decides from them alone makes every rank decide alike; the
+// only per-rank parts are `rank` and what resizing keeps here.
+// Policies live in parallel/policies/, one file each, and are listed in registered.h.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "parallel/balance/balance_options.h"
+#include "parallel/balance/monitor.h"
+#include "parallel/balance/planner.h"
+#include "parallel/balance/resizer.h"
+#include "parallel/comm/cost_model.h"
+
+namespace flextp {
+
+struct Observation {
+  int64_t step = 0;  // samples the monitor holds, this step's included
+  int rank = 0;      // this process; ranks = speeds.size()
+  const std::vector<RankRow>& table;  // every rank's last row (times, work, units per kind)
+  std::vector<double> speeds;         // smoothed work per ms of every rank
+  std::vector<double> fast_speeds;    // the last sample where it jumped (for decisions cheap to undo)
+  const Partition& partition;         // who holds which unit now
+  const UnitCosts& costs;             // work and bytes per unit
+  const CommCostModel& comm;          // what moving bytes costs
+  const Resizer& importance;          // running importance of this rank's units; how many resizing keeps
+  int64_t since_move = 0;             // steps since the last migration (or since the start)
+  double migration_cost_ms = -1;      // measured cost of a migration beyond its bytes; < 0: none yet
+  // The share of importance resizing at these speeds would skip, averaged over the ranks. A
+  // collective: call it on every rank or on none (decide from what all ranks see alike).
+  std::function<double(const std::vector<double>& speed)> skipped_share;
+
+  int ranks() const { return static_cast<int>(speeds.size()); }
+};
+
+enum class Action { keep, resize, migrate, probe };
+const char* action_name(Action a);  // "keep", "resize", "migrate", "probe"
+
+struct Decision {
+  Action action = Action::keep;
+  // The predicted step times for the log; for migrate also the target partition and the moves.
+  Plan plan;
+  // resize: units of each resizable group this rank keeps (the least important others are
+  // skipped); a group not listed keeps all its units.
+  std::map<std::string, int64_t> keep;
+};
+
+class BalancePolicy {
+ public:
+  virtual ~BalancePolicy() = default;
+  virtual Decision decide(const Observation& o) = 0;
+  // Whether the balancer must score the importance of units from the gradients (for resizing).
+  virtual bool uses_importance() const { return false; }
+};
+
+// Helpers for policies.
+// Keep: the plan of the current partition at these speeds.
+Decision keep_at(const Observation& o, const std::vector<double>& speed);
+// Resize to these speeds: every resizable group of this rank keeps what it can finish in the
+// time of the fastest rank (the resizer's dead band applies); the plan is keep_at's.
+Decision resize_to(const Observation& o, const std::vector<double>& speed);
+// Units a resize decision skips on this rank.
+int64_t skipped_here(const Observation& o, const Decision& d);
+// Probe: run every unit for a step (the plan is keep_at's on the smoothed speeds).
+Decision probe(const Observation& o);
+// Migrate to `plan.target`.
+Decision migrate_by(Plan plan);
+
+// The registry: --balance NAME makes the policy registered under NAME (parallel/balance/policies/registered.h).
+std::unique_ptr<BalancePolicy> make_policy(const BalanceOptions& o);
+std::vector<std::string> policy_names();
+
+}  // namespace flextp

@@ -1,0 +1,124 @@
+#include "parallel/balance/slowdown.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace flextp {
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string part;
+  std::istringstream in(s);
+  while (std::getline(in, part, sep)) out.push_back(part);
+  return out;
+}
+
+double to_double(const std::string& s, const std::string& what) {
+  try {
+    size_t used = 0;
+    double v = std::stod(s, &used);
+    if (used == s.size()) return v;
+  } catch (const std::exception&) {
+  }
+  FLEXTP_FAIL(what, ": '", s, "' is not a number");
+}
+
+int64_t to_int(const std::string& s, const std::string& what) {
+  try {
+    size_t used = 0;
+    long long v = std::stoll(s, &used);
+    if (used == s.size()) return v;
+  } catch (const std::exception&) {
+  }
+  FLEXTP_FAIL(what, ": '", s, "' is not an integer");
+}
+
+}  // namespace
+
+StragglerSpec parse_straggler(const std::string& spec) {
+  std::string what = "straggler '" + spec + "' (RANK:FACTOR[:FROM[:TO]])";
+  std::vector<std::string> f = split(spec, ':');
+  FLEXTP_CHECK(f.size() >= 2 && f.size() <= 4, what, ": expected 2 to 4 fields");
+  StragglerSpec s;
+  s.rank = static_cast<int>(to_int(f[0], what));
+  s.factor = to_double(f[1], what);
+  if (f.size() > 2) s.from = to_int(f[2], what);
+  if (f.size() > 3) s.to = to_int(f[3], what);
+  FLEXTP_CHECK(s.rank >= 0, what, ": rank must be >= 0");
+  FLEXTP_CHECK(s.factor >= 1 && s.factor <= 1000, what, ": factor must be in [1, 1000]");
+  FLEXTP_CHECK(s.from >= 0 && s.from < s.to, what, ": needs 0 <= FROM < TO");
+  return s;
+}
+
+SlowdownSchedule::SlowdownSchedule(std::vector<StragglerSpec> specs, int ranks)
+    : specs_(std::move(specs)), ranks_(ranks) {
+  for (const StragglerSpec& s : specs_)
+    FLEXTP_CHECK(s.rank < ranks, "a straggler names rank ", s.rank, " but there are only ", ranks, " ranks");
+}
+
+void SlowdownSchedule::load_trace(const std::string& path) {
+  std::ifstream in(path);
+  FLEXTP_CHECK(in, "cannot open straggler trace file ", path);
+  std::string line;
+  int64_t line_no = 0, last_step = -1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    std::string where = path + ":" + std::to_string(line_no);
+    std::vector<std::string> f = split(line, ',');
+    if (line_no == 1 && !f.empty() && f[0] == "step") continue;  // header
+    FLEXTP_CHECK(static_cast<int>(f.size()) == ranks_ + 1, where, ": expected step and ", ranks_,
+                 " factors, got ", f.size(), " fields");
+    int64_t step = to_int(f[0], where);
+    FLEXTP_CHECK(step > last_step, where, ": steps must increase (", step, " after ", last_step, ")");
+    std::vector<double> factors;
+    for (int r = 0; r < ranks_; ++r) {
+      double x = to_double(f[r + 1], where);
+      FLEXTP_CHECK(x >= 1 && x <= 1000, where, ": factor ", x, " must be in [1, 1000]");
+      factors.push_back(x);
+    }
+    trace_.push_back({step, factors});
+    last_step = step;
+  }
+  FLEXTP_CHECK(!trace_.empty(), path, ": the trace holds no step");
+}
+
+double SlowdownSchedule::factor(int rank, int64_t step) const {
+  double f = 1.0;
+  for (const StragglerSpec& s : specs_)
+    if (s.rank == rank && step >= s.from && step < s.to) f *= s.factor;
+  for (auto it = trace_.rbegin(); it != trace_.rend(); ++it)
+    if (it->first <= step) {
+      f *= it->second[rank];
+      break;
+    }
+  return f;
+}
+
+Contention::Contention(int threads) {
+  for (int i = 0; i < threads; ++i)
+    threads_.emplace_back([this] {
+      volatile double x = 1.0;
+      while (!stop_.load(std::memory_order_relaxed)) x = x * 1.0000001 + 1e-9;
+    });
+}
+
+Contention::~Contention() {
+  stop_ = true;
+  for (std::thread& t : threads_) t.join();
+}
+
+std::pair<int, int> parse_contend(const std::string& spec) {
+  std::string what = "contention '" + spec + "' (RANK:THREADS)";
+  std::vector<std::string> f = split(spec, ':');
+  FLEXTP_CHECK(f.size() == 2, what, ": expected 2 fields");
+  int64_t rank = to_int(f[0], what), threads = to_int(f[1], what);
+  FLEXTP_CHECK(rank >= 0 && threads >= 1 && threads <= 256, what, ": needs RANK >= 0 and 1 <= THREADS <= 256");
+  return {static_cast<int>(rank), static_cast<int>(threads)};
+}
+
+}  // namespace flextp

@@ -1,0 +1,62 @@
+#pragma once
+// Straggler emulation, so that every heterogeneity claim is reproducible on any machine:
+//   --straggler RANK:FACTOR[:FROM[:TO]]  slows RANK by FACTOR over steps [FROM, TO)
+//   --straggler-trace FILE               per-step factors per rank from a CSV file:
+//                                        "step,f0,f1,...": factors from that step on
+// A slowed rank, after each compute segment (the work between two collectives), waits
+// (FACTOR - 1) x that segment's measured compute time: it looks like a proportionally slower
+// device, and the wait is counted as its compute time, never as communication (the waiting is
+// done by StepClock, parallel/balance/step_clock.h).
+// Real contention (--contend): busy threads beside a rank, so that it is slow the way a shared
+// core is.
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+
+namespace flextp {
+
+struct StragglerSpec {
+  int rank = 0;
+  double factor = 1.0;
+  int64_t from = 0, to = std::numeric_limits<int64_t>::max();
+};
+
+StragglerSpec parse_straggler(const std::string& spec);
+
+class SlowdownSchedule {
+ public:
+  SlowdownSchedule() = default;
+  SlowdownSchedule(std::vector<StragglerSpec> specs, int ranks);
+  // Adds a trace: lines "step,f0,...,f{ranks-1}" sorted by step; a header line is allowed.
+  void load_trace(const std::string& path);
+  double factor(int rank, int64_t step) const;
+  bool empty() const { return specs_.empty() && trace_.empty(); }
+
+ private:
+  std::vector<StragglerSpec> specs_;
+  std::vector<std::pair<int64_t, std::vector<double>>> trace_;
+  int ranks_ = 1;
+};
+
+// Real contention: busy threads spinning beside this process for its lifetime.
+class Contention {
+ public:
+  explicit Contention(int threads);
+  ~Contention();
+  Contention(const Contention&) = delete;
+  Contention& operator=(const Contention&) = delete;
+
+ private:
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stop_{false};
+};
+
+// "RANK:THREADS" of --contend.
+std::pair<int, int> parse_contend(const std::string& spec);
+
+}  // namespace flextp

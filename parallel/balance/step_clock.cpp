@@ -1,0 +1,71 @@
+#include "parallel/balance/step_clock.h"
+
+#include <chrono>
+#include <thread>
+
+#include "core/cuda/cuda_runtime_api.h"
+
+namespace flextp {
+namespace {
+
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+StepClock::StepClock(Communicator& inner, SlowdownSchedule schedule)
+    : inner_(inner), schedule_(std::move(schedule)), segment_start_(now_ms()) {}
+
+void StepClock::begin_step(int64_t step) {
+  factor_ = schedule_.factor(inner_.rank(), step);
+  compute_ms_ = wait_ms_ = 0;
+  segment_start_ = now_ms();
+}
+
+void StepClock::end_segment() {
+  // GPU kernels run behind the host: the segment's compute ends when they have finished.
+  if (sync_gpu_) cuda::synchronize();
+  double worked = now_ms() - segment_start_;
+  if (factor_ > 1.0 && worked > 0) {
+    auto extra = std::chrono::duration<double, std::milli>((factor_ - 1.0) * worked);
+    std::this_thread::sleep_for(extra);
+  }
+  double end = now_ms();
+  compute_ms_ += end - segment_start_;
+  segment_start_ = end;
+}
+
+template <typename F>
+void StepClock::collective(F&& f) {
+  end_segment();
+  f();
+  double end = now_ms();
+  wait_ms_ += end - segment_start_;
+  segment_start_ = end;
+}
+
+void StepClock::all_reduce(Tensor& t, ReduceOp op) {
+  collective([&] {
+    if (op == ReduceOp::Sum)
+      reduce_by(inner_, t, reduce_);
+    else
+      inner_.all_reduce(t, op);
+  });
+}
+void StepClock::broadcast(Tensor& t, int root) { collective([&] { inner_.broadcast(t, root); }); }
+void StepClock::all_gather(const Tensor& in, Tensor& out) { collective([&] { inner_.all_gather(in, out); }); }
+void StepClock::reduce_scatter(const Tensor& in, Tensor& out) {
+  collective([&] { inner_.reduce_scatter(in, out); });
+}
+void StepClock::send_recv(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) {
+  collective([&] { inner_.send_recv(sends, recvs); });
+}
+void StepClock::all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_bytes, Tensor& recv,
+                             const std::vector<int64_t>& recv_bytes) {
+  collective([&] { inner_.all_to_all_v(send, send_bytes, recv, recv_bytes); });
+}
+void StepClock::barrier() { collective([&] { inner_.barrier(); }); }
+
+}  // namespace flextp

@@ -1,0 +1,31 @@
+#pragma once
+// MPI: the launcher-agnostic way to run one process per rank (mpirun, srun). Host buffers go to
+// MPI directly; GPU buffers are staged through host memory.
+#include <memory>
+
+#include "parallel/comm/communicator.h"
+
+namespace flextp {
+
+// True when this process was started by an MPI launcher (mpirun, srun, ...).
+bool launched_by_mpi();
+
+// Initialises MPI once (thread level FUNNELED) and finalises it at exit.
+class MpiRuntime {
+ public:
+  MpiRuntime(int* argc, char*** argv);
+  ~MpiRuntime();
+  MpiRuntime(const MpiRuntime&) = delete;
+  MpiRuntime& operator=(const MpiRuntime&) = delete;
+  // Ends every rank at once: an error on one rank must not leave the others waiting forever.
+  [[noreturn]] static void abort_all(int code);
+  static bool active();
+};
+
+// A communicator over MPI_COMM_WORLD (MPI must be initialised).
+std::unique_ptr<Communicator> make_mpi_communicator();
+// A communicator over the world's ranks that pass the same `color` (>= 0), in world-rank order:
+// e.g. a smaller tensor-parallel group inside one run. Every world rank must call it.
+std::unique_ptr<Communicator> make_mpi_communicator(int color);
+
+}  // namespace flextp

@@ -1,0 +1,30 @@
+// A build without MPI (FLEXTP_MPI=OFF, or no MPI found when configuring: the lent GPU machines)
+// runs as one process. Started by an MPI launcher, it says so and stops: the ranks would
+// otherwise each train alone, believing themselves the whole job.
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/error.h"
+#include "parallel/comm/mpi_communicator.h"
+
+namespace flextp {
+
+namespace {
+constexpr const char* kNoMpi =
+    "this flextp build has no MPI (configured with FLEXTP_MPI=OFF or without an MPI library): it runs as "
+    "one process; rebuild with MPI to run several ranks";
+}
+
+MpiRuntime::MpiRuntime(int*, char***) {
+  // Called first thing in main, before any error handling: report and stop here.
+  std::fprintf(stderr, "error: started by an MPI launcher, but %s\n", kNoMpi);
+  std::exit(1);
+}
+MpiRuntime::~MpiRuntime() = default;
+void MpiRuntime::abort_all(int code) { std::exit(code); }
+bool MpiRuntime::active() { return false; }
+
+std::unique_ptr<Communicator> make_mpi_communicator() { FLEXTP_FAIL(kNoMpi); }
+std::unique_ptr<Communicator> make_mpi_communicator(int) { FLEXTP_FAIL(kNoMpi); }
+
+}  // namespace flextp

@@ -1,0 +1,13 @@
+#pragma once
+// NCCL: the GPU backend of the Communicator (tensors on cuda:N). The unique id is created by
+// rank 0 and broadcast over MPI, so the same mpirun launch runs it. Built when CUDA is on.
+#include <memory>
+
+#include "parallel/comm/communicator.h"
+
+namespace flextp {
+
+// One rank per process; `device` is this process's GPU. MPI must be initialised.
+std::unique_ptr<Communicator> make_nccl_communicator(int device);
+
+}  // namespace flextp

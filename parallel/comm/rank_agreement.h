@@ -1,0 +1,28 @@
+#pragma once
+// Every rank of a job reads its own data, vocabulary and checkpoint. Files that differ between
+// nodes would make the ranks train different models without a word, or wait forever in unequal
+// numbers of collectives; before training they compare fingerprints of what they read instead.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "parallel/comm/communicator.h"
+
+namespace flextp {
+
+// FNV-1a, 64 bits; `hash` continues an earlier one.
+uint64_t fingerprint(const void* bytes, size_t n, uint64_t hash = 0xcbf29ce484222325ull);
+inline uint64_t fingerprint(const std::string& s, uint64_t hash = 0xcbf29ce484222325ull) {
+  return fingerprint(s.data(), s.size(), hash);
+}
+
+struct Fingerprint {
+  std::string what;  // "the training data", ...
+  uint64_t hash;
+};
+
+// Collective: every rank passes the same list (the same `what`s in the same order). Throws on
+// every rank, naming each fingerprint that differs from rank 0's and the ranks whose differ.
+void check_ranks_agree(Communicator& comm, const std::vector<Fingerprint>& mine);
+
+}  // namespace flextp

@@ -1,0 +1,31 @@
+#pragma once
+// Moving units between ranks at a step boundary, with their weights and optimizer state.
+// Every rank calls with the same two partitions. Each moved unit is packed once, on its owner,
+// and sent straight to its new owner; everything one rank sends another travels in one message.
+// Afterwards every parameter holds its rank's new units: the ones it kept (in their old order)
+// followed by the arrivals (by unit id). Gradients must be empty (call between steps).
+#include <string>
+#include <vector>
+
+#include "core/parameter.h"
+#include "parallel/comm/communicator.h"
+#include "parallel/comm/cost_model.h"
+#include "parallel/tp/partition.h"
+
+namespace flextp {
+
+struct RepartitionStats {
+  int64_t units_moved = 0;    // over all groups
+  int64_t bytes_sent = 0;     // by all ranks together
+  int64_t bytes_minimum = 0;  // the bytes of the moved units' weights and state: the least possible
+  int64_t messages = 0;       // (src, dst) pairs that exchanged data
+};
+
+// `slots` are the optimizer state names that travel with the weights ("m", "v"); a parameter
+// missing one gets it as zeros first, so that every rank packs the same layout.
+// `method` says how the packed messages travel: grouped point-to-point, or one all-to-all-v.
+RepartitionStats repartition(const std::vector<Parameter*>& params, const Partition& from,
+                             const Partition& to, const std::vector<std::string>& slots,
+                             Communicator* comm, TransferMethod method = TransferMethod::PointToPoint);
+
+}  // namespace flextp

@@ -1,0 +1,113 @@
+#include "parallel/tp/vocab_parallel.h"
+
+#include <cmath>
+
+#include "core/autograd.h"
+#include "core/dispatch.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/embedding.h"
+#include "core/ops/shape_ops.h"
+#include "core/ops/sharded_cross_entropy.h"
+#include "parallel/tp/tp_ops.h"
+
+namespace flextp {
+
+VocabLayout::VocabLayout(const std::vector<int64_t>& units, int64_t unit_rows, int64_t vocab)
+    : unit_offset_((vocab + unit_rows - 1) / unit_rows, -1), unit_rows_(unit_rows), vocab_(vocab) {
+  for (int64_t u : units) {
+    FLEXTP_CHECK(u >= 0 && u < static_cast<int64_t>(unit_offset_.size()), "vocabulary unit ", u,
+                 " out of range");
+    unit_offset_[u] = local_rows_;
+    int64_t rows = std::min(unit_rows, vocab - u * unit_rows);
+    for (int64_t r = 0; r < rows; ++r) global_ids_.push_back(u * unit_rows + r);
+    local_rows_ += rows;
+  }
+}
+
+int64_t VocabLayout::local_row(int64_t id) const {
+  int64_t off = unit_offset_[id / unit_rows_];
+  return off < 0 ? -1 : off + id % unit_rows_;
+}
+
+Tensor VocabLayout::local_ids(const Tensor& ids) const {
+  std::vector<int32_t> in = ids.to_vector<int32_t>(), out(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    FLEXTP_CHECK(in[i] >= 0 && in[i] < vocab_, "token id ", in[i], " at position ", i,
+                 " is outside the vocabulary of ", vocab_);
+    out[i] = static_cast<int32_t>(local_row(in[i]));
+  }
+  return Tensor::from_vector(out, ids.shape(), ids.device());
+}
+
+Tensor vocab_parallel_embedding(const Tensor& ids, const Tensor& table, const VocabLayout& layout,
+                                Communicator* comm) {
+  // The ids are read on the host; the local ids go to the table's device.
+  return reduce_from_tensor_parallel(embedding(layout.local_ids(ids).to(table.device()), table), comm);
+}
+
+Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, const VocabLayout& layout,
+                                    Communicator* comm, int32_t ignore_index) {
+  FLEXTP_CHECK(logits.ndim() == 2 && logits.size(1) == layout.local_rows(), "vocab-parallel cross-entropy: logits ",
+               logits.str(), " do not match the ", layout.local_rows(), " local vocabulary rows");
+  int64_t n = logits.size(0);
+  FLEXTP_CHECK(targets.dtype() == DType::I32 && targets.shape() == Shape{n}, "cross-entropy targets must be i32 [",
+               n, "], got ", targets.str());
+  std::vector<int32_t> tg = targets.to_vector<int32_t>(), local(n);
+  std::vector<double> counted(n);
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    bool ignored = tg[i] == ignore_index;
+    FLEXTP_CHECK(ignored || (tg[i] >= 0 && tg[i] < layout.vocab()), "cross_entropy: target ", tg[i], " of row ",
+                 i, " is outside the ", layout.vocab(), " classes");
+    local[i] = ignored ? -1 : static_cast<int32_t>(layout.local_row(tg[i]));
+    counted[i] = ignored ? 0.0 : 1.0;
+    count += !ignored;
+  }
+  Device dev = logits.device();
+  DType dt = logits.dtype();
+  Tensor local_target = Tensor::from_vector(local, {n}, dev);
+  // max over all ranks' columns, then the sums of exp and the target logit over all ranks.
+  Tensor row_max = Tensor::empty({n}, dt, dev);
+  FLEXTP_DISPATCH(dev, sharded_ce_row_max, logits, row_max);
+  if (comm) comm->all_reduce(row_max, ReduceOp::Max);
+  Tensor sums = Tensor::empty({2, n}, dt, dev);  // [sum_exp; target_logit]: one all-reduce
+  Tensor sum_exp = view_as(slice_rows(sums.detach(), 0, 1), {n});
+  Tensor target_logit = view_as(slice_rows(sums.detach(), 1, 1), {n});
+  FLEXTP_DISPATCH(dev, sharded_ce_sums, logits, row_max, local_target, sum_exp, target_logit);
+  if (comm) comm->all_reduce(sums);
+  auto host64 = [](const Tensor& x) { return x.to(Device::cpu()).to(DType::F64).to_vector<double>(); };
+  std::vector<double> m = host64(row_max), s = host64(sum_exp), t = host64(target_logit), lse(n);
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    lse[i] = m[i] + std::log(s[i]);
+    if (counted[i] != 0) total += lse[i] - t[i];
+  }
+  Tensor loss = Tensor::from_vector<double>({count ? total / count : 0.0}, {}).to(dt).to(dev);
+  Tensor lse_t = Tensor::from_vector(lse, {n}).to(dt).to(dev);
+  Tensor counted_t = Tensor::from_vector(counted, {n}).to(dt).to(dev);
+  Tensor ld = logits.detach();
+  record("vocab_parallel_cross_entropy", loss, {logits},
+         [ld, local_target, lse_t, counted_t, count](const Tensor& g, const std::vector<bool>&) {
+           double s = count ? g.item() / static_cast<double>(count) : 0.0;
+           Tensor row_scale = scale(counted_t, s);  // g / count on counted rows, 0 on ignored
+           Tensor d = Tensor::empty(ld.shape(), ld.dtype(), ld.device());
+           FLEXTP_DISPATCH(ld.device(), sharded_ce_backward, ld, local_target, lse_t, row_scale, d);
+           return std::vector<Tensor>{d};
+         });
+  return loss;
+}
+
+Tensor gather_vocab_logits(const Tensor& logits, const VocabLayout& layout, Communicator* comm) {
+  NoGradGuard ng;
+  int64_t n = logits.size(0), vl = logits.size(1);
+  Tensor host = logits.to(Device::cpu()).to(DType::F64);
+  std::vector<double> in = host.to_vector<double>(), out(n * layout.vocab(), 0.0);
+  const std::vector<int64_t>& ids = layout.global_ids();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < vl; ++j) out[i * layout.vocab() + ids[j]] = in[i * vl + j];
+  Tensor all = Tensor::from_vector(out, {n, layout.vocab()});
+  if (comm) comm->all_reduce(all);
+  return all.to(logits.dtype()).to(logits.device());
+}
+
+}  // namespace flextp
