@@ -216,9 +216,9 @@ Corpus read_corpus(const TrainOptions& o, const Tokenizer& tok) {
 std::unique_ptr<Contention> contention(const TrainOptions& o, const Communicator& world) {
   std::unique_ptr<Contention> out;
   for (const std::string& spec : o.contend) {
-    auto [rank, threads] = with_flag("--contend", [&] { return parse_contend(spec); });
-    FLEXTP_CHECK(rank < world.size(), "--contend names rank ", rank, " but there are only ", world.size());
-    if (rank == world.rank()) out = std::make_unique<Contention>(threads);
+    ContendSpec c = with_flag("--contend", [&] { return parse_contend(spec); });
+    FLEXTP_CHECK(c.rank < world.size(), "--contend names rank ", c.rank, " but there are only ", world.size());
+    if (c.rank == world.rank()) out = std::make_unique<Contention>(c);
   }
   return out;
 }

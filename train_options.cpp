@@ -70,7 +70,7 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--tp-assign", o.tp_assign, "explicit units per rank: KIND[@LAYER]=UNITS|UNITS..., repeatable");
   app.add_option("--straggler", o.stragglers, "slow a rank: RANK:FACTOR[:FROM[:TO]], repeatable");
   app.add_option("--straggler-trace", o.straggler_trace, "CSV of per-step slowdown factors per rank");
-  app.add_option("--contend", o.contend, "busy threads beside a rank: RANK:THREADS, repeatable");
+  app.add_option("--contend", o.contend, "busy threads beside a rank: RANK:THREADS[:BUSY/PERIOD] (ms), repeatable");
   std::string policies;
   for (const std::string& name : policy_names()) policies += (policies.empty() ? "" : ", ") + name;
   app.add_option("--balance", o.balance, "balancing policy: " + policies)->check(CLI::IsMember(policy_names()));

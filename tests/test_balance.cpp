@@ -150,8 +150,46 @@ TEST_CASE("straggler specs and traces") {
   bad("# nothing\n", "holds no step");
   SlowdownSchedule none({}, 2);
   CHECK_THROWS_WITH_AS(none.load_trace(dir.file("missing.csv")), doctest::Contains("cannot open"), Error);
-  CHECK(parse_contend("1:3") == std::pair<int, int>{1, 3});
+  ContendSpec always = parse_contend("1:3");
+  CHECK(always.rank == 1);
+  CHECK(always.threads == 3);
+  CHECK(always.continuous());
   CHECK_THROWS_WITH_AS(parse_contend("1"), doctest::Contains("RANK:THREADS"), Error);
+}
+
+TEST_CASE("a duty-cycled contention spins for BUSY ms of every PERIOD and parses its limits") {
+  ContendSpec c = parse_contend("0:1:30/100");
+  CHECK(c.busy_ms == 30);
+  CHECK(c.period_ms == 100);
+  CHECK_FALSE(c.continuous());
+  // Busy over [0, 30) of each period, idle over [30, 100): the edges belong to the next phase.
+  CHECK(c.busy_at(0));
+  CHECK(c.busy_at(29.9));
+  CHECK_FALSE(c.busy_at(30));
+  CHECK_FALSE(c.busy_at(99.9));
+  CHECK(c.busy_at(100));
+  CHECK(c.busy_at(1029));
+  CHECK_FALSE(c.busy_at(1030));
+  CHECK(c.until_switch(10) == doctest::Approx(20));
+  CHECK(c.until_switch(30) == doctest::Approx(70));
+  CHECK(c.until_switch(250) == doctest::Approx(50));
+  CHECK(c.until_switch(215) == doctest::Approx(15));
+  // The busy share over many periods is BUSY / PERIOD.
+  int busy = 0;
+  for (int t = 0; t < 10000; ++t) busy += c.busy_at(t);
+  CHECK(busy == 3000);
+  ContendSpec always = parse_contend("0:2");
+  CHECK(always.busy_at(12345.6));
+  CHECK(always.until_switch(0) == std::numeric_limits<double>::infinity());
+  auto bad = [](const char* spec, const char* message) {
+    INFO(spec);
+    CHECK_THROWS_WITH_AS(parse_contend(spec), doctest::Contains(message), Error);
+  };
+  bad("0:1:30", "BUSY/PERIOD");
+  bad("0:1:0/100", "0 < BUSY <= PERIOD");
+  bad("0:1:120/100", "0 < BUSY <= PERIOD");
+  bad("0:1:a/100", "'a' is not a number");
+  bad("0:1:30/100:4", "expected 2 or 3 fields");
 }
 
 TEST_CASE("the step clock stretches compute by the factor and counts it as compute" * doctest::test_suite("timing")) {

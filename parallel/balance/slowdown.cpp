@@ -1,5 +1,8 @@
 #include "parallel/balance/slowdown.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -99,11 +102,34 @@ double SlowdownSchedule::factor(int rank, int64_t step) const {
   return f;
 }
 
-Contention::Contention(int threads) {
-  for (int i = 0; i < threads; ++i)
-    threads_.emplace_back([this] {
+bool ContendSpec::busy_at(double t_ms) const {
+  return continuous() || std::fmod(std::max(t_ms, 0.0), period_ms) < busy_ms;
+}
+
+double ContendSpec::until_switch(double t_ms) const {
+  if (continuous()) return std::numeric_limits<double>::infinity();
+  double phase = std::fmod(std::max(t_ms, 0.0), period_ms);
+  return phase < busy_ms ? busy_ms - phase : period_ms - phase;
+}
+
+Contention::Contention(const ContendSpec& spec) {
+  auto start = std::chrono::steady_clock::now();
+  auto since_start_ms = [start] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (int i = 0; i < spec.threads; ++i)
+    threads_.emplace_back([this, spec, since_start_ms] {
       volatile double x = 1.0;
-      while (!stop_.load(std::memory_order_relaxed)) x = x * 1.0000001 + 1e-9;
+      while (!stop_.load(std::memory_order_relaxed)) {
+        double t = since_start_ms();
+        if (spec.busy_at(t)) {
+          for (int k = 0; k < 4096; ++k) x = x * 1.0000001 + 1e-9;
+        } else {
+          // Short sleeps so that the destructor never waits a whole idle phase.
+          double idle = std::min(spec.until_switch(t), 5.0);
+          std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(idle));
+        }
+      }
     });
 }
 
@@ -112,13 +138,23 @@ Contention::~Contention() {
   for (std::thread& t : threads_) t.join();
 }
 
-std::pair<int, int> parse_contend(const std::string& spec) {
-  std::string what = "contention '" + spec + "' (RANK:THREADS)";
+ContendSpec parse_contend(const std::string& spec) {
+  std::string what = "contention '" + spec + "' (RANK:THREADS[:BUSY/PERIOD], milliseconds)";
   std::vector<std::string> f = split(spec, ':');
-  FLEXTP_CHECK(f.size() == 2, what, ": expected 2 fields");
+  FLEXTP_CHECK(f.size() == 2 || f.size() == 3, what, ": expected 2 or 3 fields");
   int64_t rank = to_int(f[0], what), threads = to_int(f[1], what);
   FLEXTP_CHECK(rank >= 0 && threads >= 1 && threads <= 256, what, ": needs RANK >= 0 and 1 <= THREADS <= 256");
-  return {static_cast<int>(rank), static_cast<int>(threads)};
+  ContendSpec c;
+  c.rank = static_cast<int>(rank), c.threads = static_cast<int>(threads);
+  if (f.size() == 3) {
+    std::vector<std::string> duty = split(f[2], '/');
+    FLEXTP_CHECK(duty.size() == 2, what, ": the duty cycle is BUSY/PERIOD, e.g. 50/100");
+    c.busy_ms = to_double(duty[0], what), c.period_ms = to_double(duty[1], what);
+    FLEXTP_CHECK(std::isfinite(c.busy_ms) && std::isfinite(c.period_ms) && c.busy_ms > 0 &&
+                     c.busy_ms <= c.period_ms && c.period_ms <= 60000,
+                 what, ": needs 0 < BUSY <= PERIOD <= 60000");
+  }
+  return c;
 }
 
 }  // namespace flextp

@@ -43,10 +43,26 @@ class SlowdownSchedule {
   int ranks_ = 1;
 };
 
-// Real contention: busy threads spinning beside this process for its lifetime.
+// Real contention (--contend RANK:THREADS[:BUSY/PERIOD]): THREADS busy threads beside RANK. With
+// a duty cycle they spin for the first BUSY ms of every PERIOD ms and sleep for the rest, the
+// way a noisy neighbour takes a shared core in time slices: the rank runs in bursts, slowed
+// between 1x and 2x on average (a thread per core: ~1 + BUSY/PERIOD), with bursts of known length.
+struct ContendSpec {
+  int rank = 0;
+  int threads = 1;
+  double busy_ms = 0, period_ms = 0;  // period 0: busy all the time
+  bool continuous() const { return period_ms <= 0; }
+  // Whether the threads spin at `t_ms` after they started.
+  bool busy_at(double t_ms) const;
+  // Milliseconds from `t_ms` to the next switch between spinning and sleeping.
+  double until_switch(double t_ms) const;
+};
+
+ContendSpec parse_contend(const std::string& spec);
+
 class Contention {
  public:
-  explicit Contention(int threads);
+  explicit Contention(const ContendSpec& spec);
   ~Contention();
   Contention(const Contention&) = delete;
   Contention& operator=(const Contention&) = delete;
@@ -55,8 +71,5 @@ class Contention {
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};
 };
-
-// "RANK:THREADS" of --contend.
-std::pair<int, int> parse_contend(const std::string& spec);
 
 }  // namespace flextp
