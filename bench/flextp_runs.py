@@ -4,7 +4,7 @@ import json
 import os
 import subprocess
 
-MPIRUN = ["mpirun", "--oversubscribe", "--allow-run-as-root", "--bind-to", "none",
+MPIRUN = ["mpirun", "--oversubscribe", "--allow-run-as-root",
           "--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none"]
 
 
@@ -20,9 +20,10 @@ def pyplot():
         return None
 
 
-def train(build, ranks, args, metrics):
-    """Runs train with one thread per rank and returns its metrics, one dict per step."""
-    cmd = MPIRUN + ["-np", str(ranks), "-x", "OMP_NUM_THREADS=1", os.path.join(build, "train"),
+def train(build, ranks, args, metrics, bind="none"):
+    """Runs train with one thread per rank and returns its metrics, one dict per step. bind="core"
+    pins each rank to a core, so that --contend's busy threads share the slow rank's core."""
+    cmd = MPIRUN + ["--bind-to", bind, "-np", str(ranks), "-x", "OMP_NUM_THREADS=1", os.path.join(build, "train"),
                     "--metrics", metrics] + args
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     with open(metrics) as f:

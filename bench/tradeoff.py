@@ -27,7 +27,7 @@ def train(build, steps, extra, path):
         wall += r["ms"] / 1000
         if "val_loss" in r:
             curve.append((wall, r["val_loss"]))
-    skipped = [sum(rank["units"][-1] for rank in r["ranks"]) for r in rows]
+    skipped = [sum(rank["units"]["skipped"] for rank in r["ranks"]) for r in rows]
     return dict(wall=wall, median_ms=statistics.median(r["ms"] for r in rows), val=curve[-1][1], curve=curve,
                 skipped_unit_steps=sum(skipped), plans=[(r["step"], r["plan"], s, r["moved_bytes"]) for r, s in zip(rows, skipped)])
 
