@@ -5,9 +5,11 @@ default model for a fixed number of steps with: no straggler; even split; migrat
 and stale imputation, each priority); hybrid at several lambda. Prints wall time, median step
 time, final validation loss and its gap to the no-straggler run, the validation loss every run
 reaches within the same wall-time budget, and which lambda is best at equal wall time; plots
-validation loss against wall time (docs/tradeoff.png).
+validation loss against wall time (docs/tradeoff.png). Beside the emulated straggler, the main
+policies run again under real contention (ranks bound to cores, --contend on rank 1's core: all
+the time by default), with their own no-slowdown run and wall-time budget.
 
-usage: bench/tradeoff.py [--steps 150] [--build build] [--out docs]
+usage: bench/tradeoff.py [--steps 150] [--contend 1] [--build build] [--out docs]
 """
 import argparse
 import json
@@ -18,10 +20,10 @@ import tempfile
 import flextp_runs
 
 
-def train(build, steps, extra, path):
+def train(build, steps, extra, path, bind="none"):
     args = ["--steps", str(steps), "--eval-every", "25", "--eval-batches", "4", "--log-every", "1000",
             "--warmup", "20"] + extra
-    rows = flextp_runs.train(build, 2, args, path)
+    rows = flextp_runs.train(build, 2, args, path, bind=bind)
     wall, curve = 0.0, []
     for r in rows:
         wall += r["ms"] / 1000
@@ -60,6 +62,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default="docs")
     ap.add_argument("--lambdas", default="0,30,100,300,3000,inf")
+    ap.add_argument("--contend", default="1", help="rank 1's contention, THREADS[:BUSY/PERIOD]; empty: none")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="flextp-tradeoff-")
     slow = ["--straggler", "1:2:20"]
@@ -81,6 +84,14 @@ def main():
     results = {}
     for name, extra in runs + trace_runs:
         results[name] = train(a.build, a.steps, extra, os.path.join(work, name.replace(" ", "_").replace(":", "") + ".jsonl"))
+    contended = {}
+    if a.contend:
+        busy = ["--contend", f"1:{a.contend}"]
+        for name, extra in [("no slowdown", []), ("even split", busy + ["--balance", "none"]),
+                            ("migrate", busy + ["--balance", "migrate"]), ("resize", busy + ["--balance", "resize"]),
+                            ("hybrid", busy + ["--balance", "hybrid"])]:
+            contended[name] = train(a.build, a.steps, extra, os.path.join(work, "contended_" + name.replace(" ", "_") + ".jsonl"),
+                                    bind="core")
     base = results["no straggler"]["val"]
     budget = min(r["wall"] for n, r in results.items() if not n.startswith("trace") and n != "no straggler")
     print(f"flextp bench/tradeoff: default model, 2 ranks, {a.steps} steps, rank 1 slowed 2x from step 20 "
@@ -101,9 +112,19 @@ def main():
     hybrids = {n: r for n, r in results.items() if n.startswith("hybrid")}
     best = min(hybrids, key=lambda n: loss_at(hybrids[n]["curve"], budget))
     print(f"best lambda at equal wall time ({budget:.0f} s): {best.split()[-1]}")
+    if contended:
+        c_base = contended["no slowdown"]["val"]
+        c_budget = min(r["wall"] for n, r in contended.items() if n != "no slowdown")
+        print(f"\nreal contention: ranks bound to cores, --contend 1:{a.contend} (busy threads on rank 1's core) throughout")
+        print(f"{'policy':<26} {'wall s':>7} {'ms/step':>8} {'val loss':>9} {'gap':>7} {'val @ ' + format(c_budget, '.0f') + ' s':>11}")
+        for name, r in contended.items():
+            print(f"{'contended: ' + name:<26} {r['wall']:>7.1f} {r['median_ms']:>8.1f} {r['val']:>9.4f} "
+                  f"{100 * (r['val'] / c_base - 1):>6.2f}% {loss_at(r['curve'], c_budget):>11.4f}")
+        c_best = min((n for n in contended if n != "no slowdown"), key=lambda n: loss_at(contended[n]["curve"], c_budget))
+        print(f"best policy under contention at equal wall time ({c_budget:.0f} s): {c_best}")
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "tradeoff.json"), "w") as f:
-        json.dump({"results": results, "budget_s": budget, "best_lambda": best.split()[-1]}, f, indent=1)
+        json.dump({"results": results, "budget_s": budget, "best_lambda": best.split()[-1], "contended": contended}, f, indent=1)
     plt = flextp_runs.pyplot()
     if plt is None:
         return
