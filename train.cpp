@@ -309,7 +309,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   CommCostModel comm_model = communication_model(comm.untimed(), o, c, costs, device);
   comm.set_reduce_method(comm_model.reduce);
   if (comm.size() > 1) log.say("communication (fitted on this communicator):\n%s", comm_model.table().c_str());
-  Balancer balancer(comm.untimed(), partition, costs, comm_model, balance_options(o));
+  Balancer balancer(comm.untimed(), unit_groups(c), partition, costs, comm_model, balance_options(o));
   Watchdog watchdog(comm.size() > 1 ? o.rank_timeout : 0, comm.rank());
   // Rank 0 writes files while the other ranks wait for it, for as long as the disk takes: the
   // watchdog is off on every rank, and the ranks leave together so that none waits in the next

@@ -131,11 +131,10 @@ std::vector<double> parse_tp_weights(const std::string& spec, int ranks) {
   return w;
 }
 
-std::map<std::string, int64_t> units_per_kind(const std::vector<UnitGroup>& groups, const Partition& p, int rank) {
-  std::map<std::string, int64_t> count;
-  for (UnitKind k : kUnitKinds) count[unit_kind_name(k)] = 0;
+UnitCounts units_per_kind(const std::vector<UnitGroup>& groups, const Partition& p, int rank) {
+  UnitCounts count;
   for (const UnitGroup& g : groups)
-    for (int o : p.owners(g.name)) count[unit_kind_name(g.kind)] += o == rank;
+    for (int o : p.owners(g.name)) count.held[g.kind] += o == rank;
   return count;
 }
 
