@@ -49,7 +49,7 @@ double Resizer::skipped_importance(const std::vector<Parameter*>& params, const 
 }
 
 Resizer::Resizer(ResizeOptions o) : o_(std::move(o)) {
-  FLEXTP_CHECK(o_.priority == "taylor" || o_.priority == "norm" || o_.priority == "random", "--priority '",
+  FLEXTP_CHECK(o_.priority == "taylor" || o_.priority == "norm" || o_.priority == "random", "resizing priority '",
                o_.priority, "' is not one of taylor, norm, random");
 }
 
