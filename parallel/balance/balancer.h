@@ -44,7 +44,6 @@ class Balancer {
   void observe_gradients(const std::vector<Parameter*>& params, int64_t step);
   const Partition& partition() const { return partition_; }
   const Monitor& monitor() const { return monitor_; }
-  const CommCostModel& comm_model() const { return comm_model_; }
   // Units a rank holds per kind, and how many of them it skips now (known of this rank only).
   UnitCounts unit_counts(int rank) const;
   double work_of(int rank) const;
