@@ -81,7 +81,7 @@ GPTConfig model_config(const TrainOptions& o, const Tokenizer& tok, const CLI::A
     c.n_positions = o.n_positions ? o.n_positions : o.seq_len;
   }
   c.mlp_unit = o.mlp_unit, c.vocab_unit = o.vocab_unit, c.dropout = o.dropout, c.seed = o.seed;
-  c.validate();
+  validate_model_flags(c);
   FLEXTP_CHECK(o.seq_len <= c.n_positions, "--seq-len ", o.seq_len, " exceeds n_positions ",
                c.n_positions, " (the position table)");
   return c;
@@ -117,9 +117,10 @@ void check_vocab(const std::vector<int32_t>& tokens, int64_t vocab, const std::s
 
 Partition initial_partition(const TrainOptions& o, const GPTConfig& c, int ranks) {
   std::vector<UnitGroup> groups = unit_groups(c);
-  Partition p = o.tp_weights.empty() ? Partition::even(groups, ranks)
-                                     : Partition::proportional(groups, parse_tp_weights(o.tp_weights, ranks));
-  for (const std::string& spec : o.tp_assign) apply_tp_assignment(p, groups, spec);
+  Partition p = o.tp_weights.empty()
+                    ? Partition::even(groups, ranks)
+                    : Partition::proportional(groups, with_flag("--tp-weights", [&] { return parse_tp_weights(o.tp_weights, ranks); }));
+  for (const std::string& spec : o.tp_assign) with_flag("--tp-assign", [&] { apply_tp_assignment(p, groups, spec); });
   return p;
 }
 
@@ -156,7 +157,7 @@ CommCostModel communication_model(Communicator& comm, const TrainOptions& o, con
   if (comm.size() > 1)
     m = calibrate(comm, {4096, 65536, 1 << 20, static_cast<int64_t>(reduce_bytes)}, reduce_bytes, transfer_bytes,
                   5, device);
-  apply_comm_choice(m, o.comm);
+  with_flag("--comm", [&] { apply_comm_choice(m, o.comm); });
   return m;
 }
 
@@ -277,7 +278,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   comm.set_sync_gpu(device.is_cuda());
   std::unique_ptr<Contention> contended = contention(o, world);
   const bool lead = comm.rank() == 0;  // rank 0 alone prints and writes files
-  std::unique_ptr<Tokenizer> tokenizer = make_tokenizer(o.tokenizer, o.tokenizer_dir);
+  std::unique_ptr<Tokenizer> tokenizer = tokenizer_from_flags(o);
   const Tokenizer& tok = *tokenizer;
   Corpus corpus = read_corpus(o, tok);
   GPTConfig c = model_config(o, tok, app);
@@ -309,7 +310,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   CommCostModel comm_model = communication_model(comm.untimed(), o, c, costs, device);
   comm.set_reduce_method(comm_model.reduce);
   if (comm.size() > 1) log.say("communication (fitted on this communicator):\n%s", comm_model.table().c_str());
-  Balancer balancer(comm.untimed(), partition, costs, comm_model, balance_options(o));
+  Balancer balancer(comm.untimed(), unit_groups(c), partition, costs, comm_model, balance_options(o));
   Watchdog watchdog(comm.size() > 1 ? o.rank_timeout : 0, comm.rank());
   // Rank 0 writes files while the other ranks wait for it, for as long as the disk takes: the
   // watchdog is off on every rank, and the ranks leave together so that none waits in the next

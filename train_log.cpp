@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cuda/cuda_runtime_api.h"
-#include "nn/units.h"
 
 namespace flextp {
 
@@ -13,6 +12,21 @@ namespace {
 nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 }  // namespace
+
+std::string rank_table(const std::vector<RankRow>& rows) {
+  std::string out;
+  char line[256];
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const RankRow& row = rows[r];
+    std::snprintf(line, sizeof line, "  rank %zu: compute %7.1f ms  wait %7.1f ms  speed %8.3g  units", r,
+                  row.compute_ms, row.wait_ms, row.speed);
+    out += line;
+    for (const auto& [kind, n] : row.units.held)
+      out += std::string(" ") + unit_kind_name(kind) + " " + std::to_string(n);
+    out += " skipped " + std::to_string(row.units.skipped) + "\n";
+  }
+  return out;
+}
 
 TrainLog::TrainLog(bool lead, const TrainOptions& o, bool cuda)
     : lead_(lead), cuda_(cuda), log_every_(o.log_every), progress_(lead, o.steps) {
@@ -33,7 +47,7 @@ void TrainLog::step(const StepReport& r) {
     progress_.clear_line();
     say("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s\n", (long long)r.step, r.loss, r.lr, r.ms,
         r.tokens_per_s);
-    say("%s", r.ranks_text.c_str());
+    say("%s", rank_table(r.ranks).c_str());
     // Where cuDNN was asked for but cannot take the attention, the first step says why.
     if (r.step == 1 && cuda_) say("attention on %s\n", cuda::attention_path().c_str());
   }
@@ -56,7 +70,8 @@ void TrainLog::metrics(const StepReport& r) {
   if (!r.ranks.empty()) {
     nlohmann::json ranks = nlohmann::json::array();
     for (const RankRow& row : r.ranks)
-      ranks.push_back({{"compute_ms", row.compute_ms}, {"wait_ms", row.wait_ms}, {"units", named_units(row.units)}, {"speed", row.speed}});
+      ranks.push_back({{"compute_ms", row.compute_ms}, {"wait_ms", row.wait_ms}, {"units", row.units.named()},
+                       {"speed", row.speed}});
     line["ranks"] = ranks;
     line["plan"] = r.balance.choice;
     line["predicted_ms"] = r.balance.plan.now_ms;

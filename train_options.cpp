@@ -1,8 +1,55 @@
 #include "train_options.h"
 
+#include <cctype>
+#include <utility>
+
 #include "parallel/balance/policy.h"
 
 namespace flextp {
+
+namespace {
+
+// GPTConfig's settings that a flag sets, as its errors name them.
+const std::pair<const char*, const char*> kModelFlags[] = {
+    {"n_layer", "--n-layer"},   {"n_head", "--n-head"},         {"n_embd", "--n-embd"},
+    {"mlp_unit", "--mlp-unit"}, {"vocab_unit", "--vocab-unit"}, {"dropout", "--dropout"},
+    {"n_positions", "--n-positions"}};
+
+bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// The message with every setting named as a whole word replaced by its flag.
+std::string with_model_flags(std::string message) {
+  for (const auto& [setting, flag] : kModelFlags) {
+    const std::string name = setting;
+    for (size_t at = message.find(name); at != std::string::npos; at = message.find(name, at)) {
+      size_t end = at + name.size();
+      bool whole = (at == 0 || !word_char(message[at - 1])) && (end == message.size() || !word_char(message[end]));
+      if (!whole) {
+        at = end;
+        continue;
+      }
+      message.replace(at, name.size(), flag);
+      at += std::string(flag).size();
+    }
+  }
+  return message;
+}
+
+}  // namespace
+
+void validate_model_flags(const GPTConfig& c) {
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw Error(with_model_flags(e.what()));
+  }
+}
+
+std::unique_ptr<Tokenizer> tokenizer_from_flags(const TrainOptions& o) {
+  FLEXTP_CHECK(o.tokenizer != "gpt2" || !o.tokenizer_dir.empty(),
+               "--tokenizer gpt2 needs --tokenizer-dir DIR holding encoder.json and vocab.bpe");
+  return with_flag("--tokenizer-dir", [&] { return make_tokenizer(o.tokenizer, o.tokenizer_dir); });
+}
 
 void add_train_flags(CLI::App& app, TrainOptions& o) {
   auto positive = CLI::PositiveNumber, non_negative = CLI::NonNegativeNumber;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "data/tokenizer.h"
 #include "nn/config.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
@@ -76,5 +77,12 @@ auto with_flag(const std::string& flag, F&& f) -> decltype(f()) {
     throw Error(flag + ": " + e.what());
   }
 }
+
+// GPTConfig::validate, its errors naming the flags where it names the settings they set
+// (n_embd -> --n-embd): "--n-embd 10 is not divisible by --n-head 4".
+void validate_model_flags(const GPTConfig& c);
+
+// The tokenizer --tokenizer and --tokenizer-dir name.
+std::unique_ptr<Tokenizer> tokenizer_from_flags(const TrainOptions& o);
 
 }  // namespace flextp

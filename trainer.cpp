@@ -49,7 +49,6 @@ StepReport Trainer::step(int64_t step) {
   r.tokens_per_s = static_cast<double>(o_.batch * o_.seq_len) / (r.ms / 1000.0);
   if (clock_.size() > 1) {
     r.ranks = balancer_.monitor().table();
-    r.ranks_text = balancer_.monitor().str();
     if (r.balance.plan.migrate) r.partition_text = balancer_.partition().str();
   }
   return r;

@@ -31,7 +31,7 @@ struct StepReport {
   BalanceStep balance;                    // the plan, the policy's choice, the bytes moved
   // With several ranks: the monitor's table after this step, and the partition after a migration.
   std::vector<RankRow> ranks;
-  std::string ranks_text, partition_text;
+  std::string partition_text;
   std::optional<double> val_loss;  // set by the loop on the steps it evaluates
 };
 

@@ -73,12 +73,12 @@ Resizer score(GPT& model, const BatchSampler& sampler, const std::string& priori
   return r;
 }
 
-// Skips round(fraction x n) units of every head and MLP group, the least important first.
+// Skips round(fraction x n) units of every resizable group (heads, MLP blocks), the least important first.
 int64_t skip(GPT& model, const GPTConfig& c, const Resizer& r, double fraction) {
   std::vector<Parameter*> params = model.parameters();
   int64_t skipped = 0;
   for (const UnitGroup& g : unit_groups(c)) {
-    if (!Resizer::resizable(g.name)) continue;
+    if (!g.resizable) continue;
     std::vector<Parameter*> ps = group_parameters(params, g.name);
     int64_t n = static_cast<int64_t>(ps.front()->units.size()), drop = std::llround(fraction * n);
     r.keep_most_important(ps, g.name, n - drop);
@@ -90,7 +90,7 @@ int64_t skip(GPT& model, const GPTConfig& c, const Resizer& r, double fraction) 
 void restore(GPT& model, const GPTConfig& c) {
   std::vector<Parameter*> params = model.parameters();
   for (const UnitGroup& g : unit_groups(c))
-    if (Resizer::resizable(g.name)) set_active_units(group_parameters(params, g.name), -1);
+    if (g.resizable) set_active_units(group_parameters(params, g.name), -1);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // describes it once (nn/units.h gathers the model's groups); everything else reads these fields
 // and never parses the group's name, which is only the partition's key and the name in logs.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -43,6 +44,24 @@ struct UnitGroupInfo {
   int64_t rows_per_unit = 0; // features per unit (head size, neurons, vocabulary rows)
   bool resizable = false;    // priority resizing may skip its units
   UnitCost cost;             // per unit, for the step shape the registry was built for
+};
+
+// The units one rank holds, per kind, and how many of them priority resizing skips now: a row of
+// the balancer's monitor, the console's rank table and the metrics file.
+struct UnitCounts {
+  std::map<UnitKind, int64_t> held;  // every kind, zero included
+  int64_t skipped = 0;
+
+  UnitCounts() {
+    for (UnitKind k : kUnitKinds) held[k] = 0;
+  }
+  // By name, as the metrics file writes them: "head", "mlp", "vocab", "skipped".
+  std::map<std::string, int64_t> named() const {
+    std::map<std::string, int64_t> out{{"skipped", skipped}};
+    for (const auto& [kind, n] : held) out[unit_kind_name(kind)] = n;
+    return out;
+  }
+  bool operator==(const UnitCounts& o) const { return held == o.held && skipped == o.skipped; }
 };
 
 // How a stored tensor differs from Hugging Face GPT-2's: Conv1D weights are [in, out]

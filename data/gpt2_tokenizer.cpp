@@ -56,9 +56,9 @@ size_t contraction(std::string_view t, size_t at) {
 }  // namespace
 
 Gpt2Tokenizer Gpt2Tokenizer::from_dir(const std::string& dir) {
-  FLEXTP_CHECK(!dir.empty(), "--tokenizer gpt2 needs --tokenizer-dir DIR holding encoder.json and vocab.bpe");
+  FLEXTP_CHECK(!dir.empty(), "the GPT-2 tokenizer needs the directory of its encoder.json and vocab.bpe; none was given");
   for (const char* name : {"encoder.json", "vocab.bpe"})
-    FLEXTP_CHECK(std::filesystem::is_regular_file(dir + "/" + name), "--tokenizer-dir ", dir, " has no ", name,
+    FLEXTP_CHECK(std::filesystem::is_regular_file(dir + "/" + name), "tokenizer directory ", dir, " has no ", name,
                  ": it must hold GPT-2's encoder.json and vocab.bpe");
   std::string encoder = read_text_file(dir + "/encoder.json");
   return Gpt2Tokenizer(encoder, read_text_file(dir + "/vocab.bpe"), dir);

@@ -7,15 +7,15 @@ namespace flextp {
 void GPTConfig::validate() const {
   FLEXTP_CHECK(vocab_size > 0, "vocabulary size must be positive, got ", vocab_size);
   FLEXTP_CHECK(n_positions > 0, "n_positions (sequence length) must be positive, got ", n_positions);
-  FLEXTP_CHECK(n_layer > 0, "--n-layer must be positive, got ", n_layer);
-  FLEXTP_CHECK(n_head > 0, "--n-head must be positive, got ", n_head);
-  FLEXTP_CHECK(n_embd > 0, "--n-embd must be positive, got ", n_embd);
-  FLEXTP_CHECK(n_embd % n_head == 0, "--n-embd ", n_embd, " is not divisible by --n-head ", n_head,
+  FLEXTP_CHECK(n_layer > 0, "n_layer must be positive, got ", n_layer);
+  FLEXTP_CHECK(n_head > 0, "n_head must be positive, got ", n_head);
+  FLEXTP_CHECK(n_embd > 0, "n_embd must be positive, got ", n_embd);
+  FLEXTP_CHECK(n_embd % n_head == 0, "n_embd ", n_embd, " is not divisible by n_head ", n_head,
                ": every head needs n_embd / n_head channels");
-  FLEXTP_CHECK(mlp_unit > 0 && mlp_hidden() % mlp_unit == 0, "--mlp-unit ", mlp_unit,
+  FLEXTP_CHECK(mlp_unit > 0 && mlp_hidden() % mlp_unit == 0, "mlp_unit ", mlp_unit,
                " must divide the MLP width 4 * n_embd = ", mlp_hidden());
-  FLEXTP_CHECK(vocab_unit > 0, "--vocab-unit must be positive, got ", vocab_unit);
-  FLEXTP_CHECK(dropout >= 0 && dropout < 1, "--dropout must be in [0, 1), got ", dropout);
+  FLEXTP_CHECK(vocab_unit > 0, "vocab_unit must be positive, got ", vocab_unit);
+  FLEXTP_CHECK(dropout >= 0 && dropout < 1, "dropout must be in [0, 1), got ", dropout);
   FLEXTP_CHECK(dtype == DType::F32 || dtype == DType::F64, "model dtype must be f32 or f64");
 }
 

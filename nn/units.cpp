@@ -35,14 +35,6 @@ std::vector<UnitGroup> UnitRegistry::partition_groups() const {
   return out;
 }
 
-std::map<std::string, double> named_units(const std::vector<double>& per_kind) {
-  std::map<std::string, double> out;
-  size_t k = 0;
-  for (UnitKind kind : kUnitKinds) out[unit_kind_name(kind)] = k < per_kind.size() ? per_kind[k++] : 0.0;
-  out["skipped"] = k < per_kind.size() ? per_kind[k] : 0.0;
-  return out;
-}
-
 LocalUnits LocalUnits::all(const GPTConfig& c) {
   auto range = [](int64_t n) {
     std::vector<int64_t> v(n);

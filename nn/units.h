@@ -3,7 +3,6 @@
 // kind, layer, size, whether resizing may skip them, what a unit costs). Partitions, the
 // planner's costs, the resizer, checkpoints and metrics read it; nothing parses a group's name.
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,10 +28,6 @@ class UnitRegistry {
  private:
   std::vector<std::shared_ptr<const UnitGroupInfo>> groups_;
 };
-
-// The monitor's per-rank unit counts (kinds in kUnitKinds order, then the units resizing skips)
-// by name: "head", "mlp", "vocab", "skipped", as the metrics file writes them.
-std::map<std::string, double> named_units(const std::vector<double>& per_kind);
 
 // Which tensor-parallel units this rank holds, in local order, for every layer of the model.
 struct LocalUnits {

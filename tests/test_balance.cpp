@@ -214,31 +214,39 @@ TEST_CASE("the step clock stretches compute by the factor and counts it as compu
   CHECK(clock.wait_ms() == 0.0);
 }
 
+// Units held per kind, and skipped.
+UnitCounts counts(int64_t head, int64_t mlp, int64_t vocab, int64_t skipped = 0) {
+  UnitCounts c;
+  c.held = {{UnitKind::Head, head}, {UnitKind::Mlp, mlp}, {UnitKind::Vocab, vocab}};
+  c.skipped = skipped;
+  return c;
+}
+
 TEST_CASE("the monitor smooths speeds and gives every rank the table") {
   auto single = make_single_process_communicator();
   Monitor m(1, 3);  // alpha 0.5
-  m.record(*single, 10.0, 1.0, 100.0, {2, 4, 1});
+  m.record(*single, 10.0, 1.0, 100.0, counts(2, 4, 1));
   CHECK(m.speeds()[0] == doctest::Approx(10.0));
-  m.record(*single, 20.0, 1.0, 100.0, {2, 4, 1});
+  m.record(*single, 20.0, 1.0, 100.0, counts(2, 4, 1, 3));
   CHECK(m.speeds()[0] == doctest::Approx(7.5));
-  CHECK(m.table()[0].units == std::vector<double>{2, 4, 1});
+  CHECK(m.table()[0].units == counts(2, 4, 1, 3));  // each kind where it was, the skipped units too
   // A one-step blip is smoothed; a change that lasts two steps is taken at once.
   Monitor j(1, 3, 0.25);
-  for (int i = 0; i < 4; ++i) j.record(*single, 10.0, 0, 100.0, {1, 1, 1});
-  j.record(*single, 20.0, 0, 100.0, {1, 1, 1});  // blip: 5 work/ms
+  for (int i = 0; i < 4; ++i) j.record(*single, 10.0, 0, 100.0, counts(1, 1, 1));
+  j.record(*single, 20.0, 0, 100.0, counts(1, 1, 1));  // blip: 5 work/ms
   CHECK(j.speeds()[0] == doctest::Approx(7.5));
-  j.record(*single, 10.0, 0, 100.0, {1, 1, 1});
+  j.record(*single, 10.0, 0, 100.0, counts(1, 1, 1));
   CHECK(j.speeds()[0] == doctest::Approx(8.75));
-  j.record(*single, 40.0, 0, 100.0, {1, 1, 1});  // a lasting slowdown: 2.5 work/ms...
-  j.record(*single, 40.0, 0, 100.0, {1, 1, 1});  // ...seen twice: taken as it is
+  j.record(*single, 40.0, 0, 100.0, counts(1, 1, 1));  // a lasting slowdown: 2.5 work/ms...
+  j.record(*single, 40.0, 0, 100.0, counts(1, 1, 1));  // ...seen twice: taken as it is
   CHECK(j.speeds()[0] == doctest::Approx(2.5));
   // Resizing acts on a single sample that is off by more than the jump, not on a small wobble.
-  j.record(*single, 20.0, 0, 100.0, {1, 1, 1});  // 5 work/ms: back to fast for one step
+  j.record(*single, 20.0, 0, 100.0, counts(1, 1, 1));  // 5 work/ms: back to fast for one step
   CHECK(j.fast_speeds()[0] == doctest::Approx(5.0));
   CHECK(j.speeds()[0] < 4.0);
   Monitor w(1, 3, 0.25);
-  for (int i = 0; i < 3; ++i) w.record(*single, 10.0, 0, 100.0, {1, 1, 1});
-  w.record(*single, 11.0, 0, 100.0, {1, 1, 1});  // 9 % slower: noise
+  for (int i = 0; i < 3; ++i) w.record(*single, 10.0, 0, 100.0, counts(1, 1, 1));
+  w.record(*single, 11.0, 0, 100.0, counts(1, 1, 1));  // 9 % slower: noise
   CHECK(w.fast_speeds()[0] == doctest::Approx(w.speeds()[0]));
   CHECK_THROWS_WITH_AS(Monitor(1, 0), doctest::Contains("window"), Error);
 }
@@ -252,7 +260,7 @@ TEST_CASE("alpha-beta fits recover latency and bandwidth, and --comm forces a ch
   CHECK(m.reduce == ReduceMethod::ReduceScatterAllGather);
   apply_comm_choice(m, "alltoallv");
   CHECK(m.transfer == TransferMethod::AllToAllV);
-  CHECK_THROWS_WITH_AS(apply_comm_choice(m, "smoke"), doctest::Contains("--comm 'smoke'"), Error);
+  CHECK_THROWS_WITH_AS(apply_comm_choice(m, "smoke"), doctest::Contains("communication choice 'smoke' is not one of"), Error);
 }
 
 TEST_CASE("hybrid: a blip is resized, a lasting slowdown migrated; lambda's extremes") {

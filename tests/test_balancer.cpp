@@ -39,7 +39,7 @@ class PlayedRanks : public Communicator {
     const bool monitor_row = all.size() > 1;
     for (int r = 1; r < size(); ++r) {
       double work = balancer->work_of(r);
-      std::vector<double> theirs = monitor_row ? Monitor::row(work / speed[r], 0.0, work, balancer->units_per_kind(r))
+      std::vector<double> theirs = monitor_row ? Monitor::row(work / speed[r], 0.0, work, balancer->unit_counts(r))
                                                : std::vector<double>{0.0};
       all.insert(all.end(), theirs.begin(), theirs.end());
     }
@@ -79,7 +79,8 @@ struct DrivenBalancer {
     o.resize.priority = "norm";  // importance from the weights alone: no gradients needed
     CommCostModel free;
     free.fits["p2p"] = {0.0, 0.0};
-    balancer = std::make_unique<Balancer>(comm, initial, gpt_unit_costs(balancing_gpt(), 2, 8, 2), free, o);
+    balancer = std::make_unique<Balancer>(comm, unit_groups(balancing_gpt()), initial,
+                                          gpt_unit_costs(balancing_gpt(), 2, 8, 2), free, o);
     comm.balancer = balancer.get();
     base = balancer->work_of(0) / 10.0;
   }
@@ -180,7 +181,7 @@ TEST_CASE("resize: a 2x straggler skips half its units from the next step, probi
   std::string expected = resize_and_probes();
   CHECK(d.steps_at(count_choices(expected), 0.5) == expected);
   CHECK(d.skipped() == 4);  // 2 of its 4 heads and 2 of its 4 MLP blocks: it runs at half speed
-  CHECK(d.balancer->units_per_kind(0)[3] == 4);  // and the monitor is told so
+  CHECK(d.balancer->unit_counts(0).skipped == 4);  // and the monitor is told so
   CHECK_FALSE(d.moved());
   // Back to speed: every unit returns at once.
   CHECK(d.steps_at(3, 1) == times(3, "keep"));

@@ -87,10 +87,10 @@ TEST_CASE("a tiny batch overfits to a loss below 0.05") {
 TEST_CASE("impossible configurations and inputs give clear errors") {
   GPTConfig c = tiny();
   c.n_head = 3;
-  CHECK_THROWS_WITH_AS(GPT{c}, doctest::Contains("--n-embd 8 is not divisible by --n-head 3"), Error);
+  CHECK_THROWS_WITH_AS(GPT{c}, doctest::Contains("n_embd 8 is not divisible by n_head 3"), Error);
   c = tiny();
   c.mlp_unit = 5;
-  CHECK_THROWS_WITH_AS(GPT{c}, doctest::Contains("--mlp-unit 5 must divide"), Error);
+  CHECK_THROWS_WITH_AS(GPT{c}, doctest::Contains("mlp_unit 5 must divide"), Error);
   GPT model(tiny());
   CHECK_THROWS_WITH_AS(model.loss(random_ids({1, 7}, 11, 1), random_ids({1, 7}, 11, 2)),
                        doctest::Contains("sequence length 7 exceeds n_positions 6"), Error);

@@ -178,5 +178,5 @@ TEST_CASE("damaged vocabulary files are named with what is wrong") {
   }
   test::TempDir dir("gpt2-files");
   CHECK_THROWS_WITH_AS(Gpt2Tokenizer::from_dir(dir.path.string()), doctest::Contains("has no encoder.json"), Error);
-  CHECK_THROWS_WITH_AS(Gpt2Tokenizer::from_dir(""), doctest::Contains("--tokenizer-dir"), Error);
+  CHECK_THROWS_WITH_AS(Gpt2Tokenizer::from_dir(""), doctest::Contains("needs the directory of its encoder.json and vocab.bpe"), Error);
 }

@@ -23,13 +23,15 @@ namespace {
 // One row per rank; `skipping`: the ranks skipped units in the step measured.
 std::vector<RankRow> table(bool skipping) {
   RankRow row;
-  row.units = {4, 4, 1, skipping ? 2.0 : 0.0};
+  row.units.held = {{UnitKind::Head, 4}, {UnitKind::Mlp, 4}, {UnitKind::Vocab, 1}};
+  row.units.skipped = skipping ? 2 : 0;
   return {row, row};
 }
 
 // What a policy sees, built by hand; the parts an Observation refers to live here.
 struct Seen {
-  Partition partition = Partition::even(unit_groups(balancing_gpt()), 2);
+  std::vector<UnitGroup> units = unit_groups(balancing_gpt());
+  Partition partition = Partition::even(units, 2);
   UnitCosts costs = gpt_unit_costs(balancing_gpt(), 2, 8, 2);
   CommCostModel comm;
   Resizer importance{ResizeOptions{}};
@@ -47,7 +49,7 @@ struct Seen {
     if (fast.empty()) fast = speeds;
     for (double& x : speeds) x *= base;
     for (double& x : fast) x *= base;
-    return Observation{step, rank, rows, speeds, fast, partition, costs, comm, importance, since_move, -1,
+    return Observation{step, rank, rows, speeds, fast, partition, units, costs, comm, importance, since_move, -1,
                        [this](const std::vector<double>&) { return ++share_calls, share; }};
   }
 };
@@ -117,6 +119,21 @@ TEST_CASE("resize: a 2x straggler keeps half of each resizable group on the last
   CHECK(resize->decide(s.at({1, 1}, 20, /*rank=*/1, 20, {0.5, 1})).action == Action::keep);
   CHECK(resize->decide(s.at({1, 1}, 20, 0, 20, {0.85, 1})).action == Action::keep);  // inside the dead band
   CHECK(resize->decide(s.at({1, 1}, 20, 0, 20, {0.7, 1})).action == Action::resize);  // beyond it
+}
+
+TEST_CASE("resizing skips the groups the unit registry declares resizable, whatever their names") {
+  Seen s;
+  const std::vector<double> slow = {0.5 * s.base, s.base};
+  CHECK(resized_step_ms(s.at({1, 1}), slow) < predicted_step_ms(s.partition, slow, s.costs));
+  // The heads declared fixed and the vocabulary resizable; the names stay as they were.
+  for (UnitGroup& g : s.units) g.resizable = g.kind != UnitKind::Head;
+  Decision d = policy("resize")->decide(s.at({1, 1}, 20, 0, 20, {0.5, 1}));
+  CHECK(d.action == Action::resize);
+  CHECK(d.keep == std::map<std::string, int64_t>{{"h.0.mlp", 2}, {"vocab", 0}});  // of 4 and of 1
+  // Nothing resizable: the hybrid's resized step is the step as it is.
+  for (UnitGroup& g : s.units) g.resizable = false;
+  CHECK(resized_step_ms(s.at({1, 1}), slow) == predicted_step_ms(s.partition, slow, s.costs));
+  CHECK(resize_to(s.at({1, 1}), slow).keep.empty());
 }
 
 TEST_CASE("the probe schedule: a probe after 2, 4, 8, 16, then every 32 resized steps; a new episode starts at 2") {

@@ -195,7 +195,7 @@ TEST_CASE("the resizer skips the least important units of a slow rank, and resto
   CHECK(r.keep_count({0, 0, 0, 0, 1, 1, 1, 1}, {0.8, 1.0}, 0) == 4);
   CHECK(r.keep_count({0, 0, 0, 0, 1, 1, 1, 1}, {0.7, 1.0}, 0) == 2);  // 4 / 0.7 > 4 x 1.25: floor(4 x 0.7)
   CHECK(r.keep_count({0, 0, 0, 0, 1, 1, 1, 1}, {0.7, 1.0}, 1) == 4);
-  CHECK_THROWS_WITH_AS(Resizer(ResizeOptions{"loud"}), doctest::Contains("--priority 'loud'"), Error);
+  CHECK_THROWS_WITH_AS(Resizer(ResizeOptions{"loud"}), doctest::Contains("resizing priority 'loud' is not one of"), Error);
 }
 
 TEST_CASE("stale imputation adds a skipped unit's mean contribution; zero adds nothing") {

@@ -101,13 +101,14 @@ TEST_CASE("units per kind come by name") {
   std::vector<UnitGroup> groups = unit_groups(c);
   Partition p = Partition::even(groups, 2);
   apply_tp_assignment(p, groups, "vocab=0-4|");
-  std::map<std::string, int64_t> zero = units_per_kind(groups, p, 0), one = units_per_kind(groups, p, 1);
-  CHECK(zero == std::map<std::string, int64_t>{{"head", 4}, {"mlp", 4}, {"vocab", 5}});
-  CHECK(one == std::map<std::string, int64_t>{{"head", 4}, {"mlp", 4}, {"vocab", 0}});
-  // The monitor's counts (kinds in order, then the skipped units) as the metrics file names them.
-  CHECK(named_units({4, 5, 3, 2}) ==
-        std::map<std::string, double>{{"head", 4}, {"mlp", 5}, {"vocab", 3}, {"skipped", 2}});
-  CHECK(named_units({4, 5, 3}).at("skipped") == 0);
+  UnitCounts zero = units_per_kind(groups, p, 0), one = units_per_kind(groups, p, 1);
+  CHECK(zero.held == std::map<UnitKind, int64_t>{{UnitKind::Head, 4}, {UnitKind::Mlp, 4}, {UnitKind::Vocab, 5}});
+  CHECK(one.held == std::map<UnitKind, int64_t>{{UnitKind::Head, 4}, {UnitKind::Mlp, 4}, {UnitKind::Vocab, 0}});
+  CHECK(zero.named() == std::map<std::string, int64_t>{{"head", 4}, {"mlp", 4}, {"vocab", 5}, {"skipped", 0}});
+  // The monitor's counts, the skipped units with them, as the metrics file names them.
+  UnitCounts resized = one;
+  resized.skipped = 2;
+  CHECK(resized.named() == std::map<std::string, int64_t>{{"head", 4}, {"mlp", 4}, {"vocab", 0}, {"skipped", 2}});
 }
 
 TEST_CASE("the resizer skips only groups the registry marks resizable, whatever their names") {

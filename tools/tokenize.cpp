@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
                  old_shards.size() > 1 ? " and " + std::to_string(old_shards.size() - 1) + " more" : std::string(),
                  "), which train_*.bin and val_*.bin would read beside the new ones: remove them, or pass --force "
                  "to replace them");
+    FLEXTP_CHECK(kind != "gpt2" || !dir.empty(), "--tokenizer gpt2 needs --tokenizer-dir DIR holding encoder.json and vocab.bpe");
     std::unique_ptr<Tokenizer> tok = make_tokenizer(kind, dir);
     FLEXTP_CHECK(tok->vocab_size() <= 65536, "shards hold 16-bit ids; the vocabulary of ", tok->vocab_size(), " does not fit");
     // Documents are separated by GPT-2's end-of-text token (as llm.c's shards are), when it has one.

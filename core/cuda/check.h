@@ -1,6 +1,6 @@
 #pragma once
 // Turns CUDA status codes into flextp::Error naming the call and the code. cuBLAS (core/cuda/blas.cu)
-// and NCCL (parallel/nccl_communicator.cpp) have macros of the same form beside their calls.
+// and NCCL (parallel/comm/nccl_communicator.cpp) have macros of the same form beside their calls.
 #include <cuda_runtime.h>
 
 #include "core/error.h"

@@ -9,13 +9,15 @@
 
 namespace flextp {
 
-Balancer::Balancer(Communicator& comm, Partition initial, UnitCosts costs, CommCostModel comm_model,
-                   BalanceOptions o)
-    : Balancer(comm, std::move(initial), std::move(costs), std::move(comm_model), o, make_policy(o)) {}
+Balancer::Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition initial, UnitCosts costs,
+                   CommCostModel comm_model, BalanceOptions o)
+    : Balancer(comm, std::move(units), std::move(initial), std::move(costs), std::move(comm_model), o,
+               make_policy(o)) {}
 
-Balancer::Balancer(Communicator& comm, Partition initial, UnitCosts costs, CommCostModel comm_model,
-                   BalanceOptions o, std::unique_ptr<BalancePolicy> policy)
+Balancer::Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition initial, UnitCosts costs,
+                   CommCostModel comm_model, BalanceOptions o, std::unique_ptr<BalancePolicy> policy)
     : comm_(comm),
+      units_(std::move(units)),
       partition_(std::move(initial)),
       costs_(std::move(costs)),
       comm_model_(std::move(comm_model)),
@@ -24,22 +26,22 @@ Balancer::Balancer(Communicator& comm, Partition initial, UnitCosts costs, CommC
       monitor_(comm.size(), o_.window),
       resizer_(o_.resize) {
   FLEXTP_CHECK(policy_ != nullptr, "the balancer needs a policy");
-  FLEXTP_CHECK(o_.lambda >= 0, "--lambda must be >= 0 (inf for never dropping work), got ", o_.lambda);
+  FLEXTP_CHECK(o_.lambda >= 0, "the hybrid's lambda must be >= 0 (inf: never drop work), got ", o_.lambda);
+  // The policies look the partition's groups up in the registry: both must name the same ones.
+  FLEXTP_CHECK(units_.size() == partition_.groups().size(), "the unit registry has ", units_.size(),
+               " groups but the partition ", partition_.groups().size());
+  for (const UnitGroup& g : units_)
+    FLEXTP_CHECK(static_cast<int64_t>(partition_.owners(g.name).size()) == g.units, "unit group '", g.name,
+                 "' has ", g.units, " units but the partition assigns ", partition_.owners(g.name).size());
 }
 
 void Balancer::observe_gradients(const std::vector<Parameter*>& params, int64_t step) {
   if (policy_->uses_importance()) resizer_.observe(params, step);
 }
 
-std::vector<double> Balancer::units_per_kind(int rank) const {
-  std::vector<double> count(3, 0.0);
-  for (const auto& [group, owners] : partition_.groups()) {
-    size_t kind = group.size() >= 4 && group.compare(group.size() - 4, 4, "head") == 0 ? 0
-                  : group.size() >= 3 && group.compare(group.size() - 3, 3, "mlp") == 0 ? 1
-                                                                                         : 2;
-    for (int o : owners) count[kind] += o == rank;
-  }
-  count.push_back(rank == comm_.rank() ? static_cast<double>(skipped_) : 0.0);
+UnitCounts Balancer::unit_counts(int rank) const {
+  UnitCounts count = units_per_kind(units_, partition_, rank);
+  if (rank == comm_.rank()) count.skipped = skipped_;
   return count;
 }
 
@@ -105,11 +107,11 @@ void Balancer::observe_settling() {
 
 BalanceStep Balancer::after_step(double compute_ms, double wait_ms, const std::vector<Parameter*>& params,
                                  const std::vector<std::string>& slots) {
-  monitor_.record(comm_, compute_ms, wait_ms, work_of(comm_.rank()), units_per_kind(comm_.rank()));
+  monitor_.record(comm_, compute_ms, wait_ms, work_of(comm_.rank()), unit_counts(comm_.rank()));
   ++since_move_;
   observe_settling();
   Observation seen{monitor_.samples(), comm_.rank(), monitor_.table(), monitor_.speeds(), monitor_.fast_speeds(),
-                   partition_, costs_, comm_model_, resizer_, since_move_, migration_cost_ms_,
+                   partition_, units_, costs_, comm_model_, resizer_, since_move_, migration_cost_ms_,
                    [&](const std::vector<double>& speed) { return skipped_share(params, speed); }};
   // One rank has no one to balance with.
   Decision d = comm_.size() == 1 ? keep_at(seen, seen.speeds) : policy_->decide(seen);

@@ -4,7 +4,9 @@
 // its policy decides: keep, resize (skip the least important units of this rank; lossy,
 // reversible, nothing moves), migrate (move units to a target partition; lossless) or probe (run
 // every unit for a step). Every rank calls it with its own timings; all see the same table, so
-// all decide alike. The policies and how to write one: parallel/balance/policy.h, parallel/policies/.
+// all decide alike. The policies and how to write one: parallel/balance/policy.h,
+// parallel/balance/policies/. What the units are (their kinds, which ones resizing may skip) the
+// balancer and its policies read from the model's unit registry, given as its groups.
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,24 +31,26 @@ struct BalanceStep {
 
 class Balancer {
  public:
-  // Makes the policy o.policy names in the registry.
-  Balancer(Communicator& comm, Partition initial, UnitCosts costs, CommCostModel comm_model, BalanceOptions o);
+  // `units`: the unit registry's groups (nn/units.h), the ones `initial` assigns. Makes the policy
+  // o.policy names in the policy registry.
+  Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition initial, UnitCosts costs,
+           CommCostModel comm_model, BalanceOptions o);
   // With a policy of one's own, registered or not.
-  Balancer(Communicator& comm, Partition initial, UnitCosts costs, CommCostModel comm_model, BalanceOptions o,
-           std::unique_ptr<BalancePolicy> policy);
+  Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition initial, UnitCosts costs,
+           CommCostModel comm_model, BalanceOptions o, std::unique_ptr<BalancePolicy> policy);
   BalanceStep after_step(double compute_ms, double wait_ms, const std::vector<Parameter*>& params,
                          const std::vector<std::string>& slots);
   // With resizing: after backward, before the optimizer (importance needs the gradients).
   void observe_gradients(const std::vector<Parameter*>& params, int64_t step);
   const Partition& partition() const { return partition_; }
   const Monitor& monitor() const { return monitor_; }
-  const CommCostModel& comm_model() const { return comm_model_; }
-  // Units a rank holds per kind (head, mlp, vocab), then how many of them it skips now.
-  std::vector<double> units_per_kind(int rank) const;
+  // Units a rank holds per kind, and how many of them it skips now (known of this rank only).
+  UnitCounts unit_counts(int rank) const;
   double work_of(int rank) const;
 
  private:
   Communicator& comm_;
+  std::vector<UnitGroup> units_;
   Partition partition_;
   UnitCosts costs_;
   CommCostModel comm_model_;

@@ -1,25 +1,32 @@
 #include "parallel/balance/monitor.h"
 
-#include <cstdio>
+#include <iterator>
 
 #include "core/error.h"
 
 namespace flextp {
 
+namespace {
+
+// A row on the wire: the times and the work, the units held of each kind (in kUnitKinds order),
+// then the units skipped.
+constexpr int kRowWidth = 3 + static_cast<int>(std::size(kUnitKinds)) + 1;
+
+}  // namespace
+
 Monitor::Monitor(int ranks, int window, double jump) : rows_(ranks), alpha_(2.0 / (window + 1.0)), jump_(jump) {
   FLEXTP_CHECK(window >= 1, "the monitor window must be at least 1 step, got ", window);
 }
 
-std::vector<double> Monitor::row(double compute_ms, double wait_ms, double work, const std::vector<double>& units) {
+std::vector<double> Monitor::row(double compute_ms, double wait_ms, double work, const UnitCounts& units) {
   std::vector<double> row{compute_ms, wait_ms, work};
-  row.insert(row.end(), units.begin(), units.end());
+  for (UnitKind k : kUnitKinds) row.push_back(static_cast<double>(units.held.at(k)));
+  row.push_back(static_cast<double>(units.skipped));
   return row;
 }
 
-void Monitor::record(Communicator& comm, double compute_ms, double wait_ms, double work,
-                     const std::vector<double>& units) {
-  const int n = static_cast<int>(rows_.size()), k = static_cast<int>(units.size());
-  const int width = 3 + k;
+void Monitor::record(Communicator& comm, double compute_ms, double wait_ms, double work, const UnitCounts& units) {
+  const int n = static_cast<int>(rows_.size()), width = kRowWidth;
   std::vector<double> mine = row(compute_ms, wait_ms, work, units);
   Tensor in = Tensor::from_vector(mine, {1, width}), all = Tensor::empty({n, width}, DType::F64);
   comm.all_gather(in, all);
@@ -29,7 +36,9 @@ void Monitor::record(Communicator& comm, double compute_ms, double wait_ms, doub
     row.compute_ms = t[r * width];
     row.wait_ms = t[r * width + 1];
     row.work = t[r * width + 2];
-    row.units.assign(t.begin() + r * width + 3, t.begin() + (r + 1) * width);
+    const double* counts = t.data() + r * width + 3;
+    for (UnitKind k : kUnitKinds) row.units.held[k] = static_cast<int64_t>(*counts++);
+    row.units.skipped = static_cast<int64_t>(*counts);
     double speed = row.compute_ms > 0 ? row.work / row.compute_ms : row.speed;
     auto off = [&](double x) { return x > row.speed * (1 + jump_) ? 1 : x < row.speed * (1 - jump_) ? -1 : 0; };
     bool persistent = samples_ >= 2 && off(speed) != 0 && off(speed) == off(row.last_raw);
@@ -55,20 +64,6 @@ std::vector<double> Monitor::fast_speeds() const {
     s.push_back(off && r.last_raw > 0 ? r.last_raw : r.speed);
   }
   return s;
-}
-
-std::string Monitor::str() const {
-  std::string out;
-  char line[256];
-  for (size_t r = 0; r < rows_.size(); ++r) {
-    const RankRow& row = rows_[r];
-    std::snprintf(line, sizeof line, "  rank %zu: compute %7.1f ms  wait %7.1f ms  speed %8.3g  units", r,
-                  row.compute_ms, row.wait_ms, row.speed);
-    out += line;
-    for (double u : row.units) out += " " + std::to_string(static_cast<int64_t>(u));
-    out += "\n";
-  }
-  return out;
 }
 
 }  // namespace flextp

@@ -7,9 +7,9 @@
 // `jump`, the same way) replaces the average at once: a lasting slowdown is seen in two steps,
 // a one-step blip is not. Every rank then holds identical numbers: the planner needs no
 // coordinator. Resizing, which costs nothing to undo, may act on one sample (fast_speeds).
-#include <string>
 #include <vector>
 
+#include "core/unit_layout.h"
 #include "parallel/comm/communicator.h"
 
 namespace flextp {
@@ -18,25 +18,22 @@ struct RankRow {
   double compute_ms = 0, wait_ms = 0, work = 0;
   double speed = 0;  // smoothed work per ms
   double last_raw = 0;  // the previous step's work per ms
-  std::vector<double> units;  // units held, per kind (head, mlp, vocab)
+  UnitCounts units;  // units held per kind, and how many of them resizing skipped in the step
 };
 
 class Monitor {
  public:
   // window: the EMA's span in steps (alpha = 2 / (window + 1)).
   Monitor(int ranks, int window, double jump = 0.25);
-  void record(Communicator& comm, double compute_ms, double wait_ms, double work,
-              const std::vector<double>& units_per_kind);
+  void record(Communicator& comm, double compute_ms, double wait_ms, double work, const UnitCounts& units);
   // One rank's row of the all-gathered table (what a test plays for the other ranks).
-  static std::vector<double> row(double compute_ms, double wait_ms, double work,
-                                 const std::vector<double>& units_per_kind);
+  static std::vector<double> row(double compute_ms, double wait_ms, double work, const UnitCounts& units);
   const std::vector<RankRow>& table() const { return rows_; }
   std::vector<double> speeds() const;
   // For decisions that are cheap to undo (resizing): the last sample where it is off the
   // average by more than `jump`, the average otherwise. A slowdown is seen after one step.
   std::vector<double> fast_speeds() const;
   int64_t samples() const { return samples_; }
-  std::string str() const;  // one line per rank, for logs
 
  private:
   std::vector<RankRow> rows_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/error.h"
+
 namespace flextp {
 
 const char* action_name(Action a) {
@@ -12,6 +14,12 @@ const char* action_name(Action a) {
     case Action::probe: return "probe";
   }
   return "?";
+}
+
+const UnitGroup& Observation::group(const std::string& name) const {
+  for (const UnitGroup& g : units)
+    if (g.name == name) return g;
+  FLEXTP_FAIL("the unit registry has no group '", name, "' of the partition");
 }
 
 Decision keep_at(const Observation& o, const std::vector<double>& speed) {
@@ -25,8 +33,8 @@ Decision keep_at(const Observation& o, const std::vector<double>& speed) {
 Decision resize_to(const Observation& o, const std::vector<double>& speed) {
   Decision d = keep_at(o, speed);
   d.action = Action::resize;
-  for (const auto& [group, owners] : o.partition.groups())
-    if (Resizer::resizable(group)) d.keep[group] = o.importance.keep_count(owners, speed, o.rank);
+  for (const UnitGroup& g : o.units)
+    if (g.resizable) d.keep[g.name] = o.importance.keep_count(o.partition.owners(g.name), speed, o.rank);
   return d;
 }
 

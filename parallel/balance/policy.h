@@ -4,7 +4,7 @@
 // members (one object lives for the whole run, on every rank). Every rank sees the same table
 // and speeds, so a policy that decides from them alone makes every rank decide alike; the
 // only per-rank parts are `rank` and what resizing keeps here.
-// Policies live in parallel/policies/, one file each, and are listed in registered.h.
+// Policies live in parallel/balance/policies/, one file each, and are listed in registered.h.
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,6 +26,7 @@ struct Observation {
   std::vector<double> speeds;         // smoothed work per ms of every rank
   std::vector<double> fast_speeds;    // the last sample where it jumped (for decisions cheap to undo)
   const Partition& partition;         // who holds which unit now
+  const std::vector<UnitGroup>& units;  // the unit registry: each group's kind, layer, size, resizability
   const UnitCosts& costs;             // work and bytes per unit
   const CommCostModel& comm;          // what moving bytes costs
   const Resizer& importance;          // running importance of this rank's units; how many resizing keeps
@@ -36,6 +37,8 @@ struct Observation {
   std::function<double(const std::vector<double>& speed)> skipped_share;
 
   int ranks() const { return static_cast<int>(speeds.size()); }
+  // The registry's entry of the group a partition key names.
+  const UnitGroup& group(const std::string& name) const;
 };
 
 enum class Action { keep, resize, migrate, probe };

@@ -15,12 +15,6 @@
 #include "parallel/tp/unit_rows.h"
 
 namespace flextp {
-// The balancer's test of a group name (balancer.cpp); the resizer itself reads the registry's
-// `resizable` through the parameters.
-bool Resizer::resizable(const std::string& group) {
-  return group.size() > 5 && (group.compare(group.size() - 5, 5, ".head") == 0 ||
-                              group.compare(group.size() - 4, 4, ".mlp") == 0);
-}
 
 int64_t Resizer::keep_count(const std::vector<int>& owners, const std::vector<double>& speed, int rank) const {
   // The time the fastest-finishing rank needs for its whole share of this group.
@@ -55,7 +49,7 @@ double Resizer::skipped_importance(const std::vector<Parameter*>& params, const 
 }
 
 Resizer::Resizer(ResizeOptions o) : o_(std::move(o)) {
-  FLEXTP_CHECK(o_.priority == "taylor" || o_.priority == "norm" || o_.priority == "random", "--priority '",
+  FLEXTP_CHECK(o_.priority == "taylor" || o_.priority == "norm" || o_.priority == "random", "resizing priority '",
                o_.priority, "' is not one of taylor, norm, random");
 }
 

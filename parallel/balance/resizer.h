@@ -1,9 +1,10 @@
 #pragma once
 // The priority-resizing policy (--balance resize): from the monitor's speeds, every rank computes
-// how many units of each attention and MLP group it can finish in the time the fastest rank needs
-// for its share, and skips the rest, least important first. Importance is a running score per
-// unit: first-order Taylor |w * g| summed over the unit's rows (taylor), the squared weight norm
-// (norm), or a seeded random draw (random). Resizing is local: no data moves.
+// how many units of each resizable group (the unit registry says which: the attention heads and
+// the MLP blocks) it can finish in the time the fastest rank needs for its share, and skips the
+// rest, least important first. Importance is a running score per unit: first-order Taylor
+// |w * g| summed over the unit's rows (taylor), the squared weight norm (norm), or a seeded
+// random draw (random). Resizing is local: no data moves.
 #include <map>
 #include <string>
 #include <vector>
@@ -25,7 +26,7 @@ class Resizer {
   explicit Resizer(ResizeOptions o);
   // After backward, before the optimizer step: updates the scores of the active units.
   void observe(const std::vector<Parameter*>& params, int64_t step);
-  // Picks the active units of every head and MLP group of `rank` for these speeds; returns the
+  // Picks the active units of every resizable group of `rank` for these speeds; returns the
   // number of units skipped.
   int64_t apply(const std::vector<Parameter*>& params, const Partition& partition,
                 const std::vector<double>& speed, int rank);
@@ -37,11 +38,10 @@ class Resizer {
   double importance(const std::string& group, int64_t unit) const;
   // Units of a group that `rank` keeps at these speeds (the group's owner list; all ranks agree).
   int64_t keep_count(const std::vector<int>& owners, const std::vector<double>& speed, int rank) const;
-  // The share of this rank's importance (over its head and MLP units) that resizing at these
+  // The share of this rank's importance (over its resizable units) that resizing at these
   // speeds would skip: 0 when it skips nothing, 1 when everything.
   double skipped_importance(const std::vector<Parameter*>& params, const Partition& partition,
                             const std::vector<double>& speed, int rank) const;
-  static bool resizable(const std::string& group);
 
  private:
   ResizeOptions o_;

@@ -136,7 +136,7 @@ void apply_comm_choice(CommCostModel& m, const std::string& choice) {
   else if (choice == "alltoallv")
     m.transfer = TransferMethod::AllToAllV;
   else
-    FLEXTP_FAIL("--comm '", choice, "' is not one of auto, allreduce, rs-ag, p2p, alltoallv");
+    FLEXTP_FAIL("communication choice '", choice, "' is not one of auto, allreduce, rs-ag, p2p, alltoallv");
 }
 
 }  // namespace flextp

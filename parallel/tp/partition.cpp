@@ -114,28 +114,27 @@ std::vector<double> parse_tp_weights(const std::string& spec, int ranks) {
       FLEXTP_CHECK(used == part.size(), "");
       w.push_back(v);
     } catch (const std::exception&) {
-      FLEXTP_FAIL("--tp-weights '", spec, "': '", part, "' is not a number");
+      FLEXTP_FAIL("tensor-parallel weight list '", spec, "': '", part, "' is not a number");
     }
   }
-  FLEXTP_CHECK(static_cast<int>(w.size()) == ranks, "--tp-weights '", spec, "' has ", w.size(),
+  FLEXTP_CHECK(static_cast<int>(w.size()) == ranks, "tensor-parallel weight list '", spec, "' has ", w.size(),
                " weights for ", ranks, " ranks");
   for (double x : w) {
-    FLEXTP_CHECK(std::isfinite(x), "--tp-weights '", spec, "': weight ", x, " is not a finite number");
-    FLEXTP_CHECK(x > 0, "--tp-weights '", spec, "': weight ", x, " must be positive");
+    FLEXTP_CHECK(std::isfinite(x), "tensor-parallel weight list '", spec, "': weight ", x, " is not a finite number");
+    FLEXTP_CHECK(x > 0, "tensor-parallel weight list '", spec, "': weight ", x, " must be positive");
   }
   // Weights are relative speeds; a ratio past this is a typo, not a machine.
   constexpr double kMaxRatio = 1e6;
   auto [lightest, heaviest] = std::minmax_element(w.begin(), w.end());
-  FLEXTP_CHECK(*heaviest <= kMaxRatio * *lightest, "--tp-weights '", spec, "': weight ", *heaviest,
+  FLEXTP_CHECK(*heaviest <= kMaxRatio * *lightest, "tensor-parallel weight list '", spec, "': weight ", *heaviest,
                " is more than ", kMaxRatio, " times weight ", *lightest, " (weights are relative speeds)");
   return w;
 }
 
-std::map<std::string, int64_t> units_per_kind(const std::vector<UnitGroup>& groups, const Partition& p, int rank) {
-  std::map<std::string, int64_t> count;
-  for (UnitKind k : kUnitKinds) count[unit_kind_name(k)] = 0;
+UnitCounts units_per_kind(const std::vector<UnitGroup>& groups, const Partition& p, int rank) {
+  UnitCounts count;
   for (const UnitGroup& g : groups)
-    for (int o : p.owners(g.name)) count[unit_kind_name(g.kind)] += o == rank;
+    for (int o : p.owners(g.name)) count.held[g.kind] += o == rank;
   return count;
 }
 

@@ -37,8 +37,8 @@ class Partition {
   std::map<std::string, std::vector<int>> owners_;
 };
 
-// Units a rank owns under a partition, per kind, by kind name ("head", "mlp", "vocab").
-std::map<std::string, int64_t> units_per_kind(const std::vector<UnitGroup>& groups, const Partition& p, int rank);
+// Units a rank owns under a partition, per kind (none skipped: the partition knows of no resizing).
+UnitCounts units_per_kind(const std::vector<UnitGroup>& groups, const Partition& p, int rank);
 
 // "3,1" -> {3, 1}: one positive weight per rank.
 std::vector<double> parse_tp_weights(const std::string& spec, int ranks);

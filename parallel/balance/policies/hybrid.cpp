@@ -32,10 +32,11 @@ double resized_step_ms(const Observation& o, const std::vector<double>& speed) {
   const Partition& p = o.partition;
   for (const auto& [group, owners] : p.groups()) {
     double unit = o.costs.work.count(group) ? o.costs.work.at(group) : 0.0, worst = 0;
+    const bool resizable = o.group(group).resizable;
     for (int r = 0; r < p.ranks(); ++r) {
       double n = 0;
       for (int owner : owners) n += owner == r;
-      if (Resizer::resizable(group)) n = std::min<double>(n, o.importance.keep_count(owners, speed, r));
+      if (resizable) n = std::min<double>(n, o.importance.keep_count(owners, speed, r));
       worst = std::max(worst, n * unit / speed[r]);
     }
     total += worst;

@@ -5,8 +5,8 @@
 namespace flextp {
 
 bool ProbeSchedule::due(const std::vector<RankRow>& table) {
-  bool any_skipped = false;  // units[3]: the units a rank skipped in that step
-  for (const RankRow& r : table) any_skipped = any_skipped || (r.units.size() > 3 && r.units[3] > 0);
+  bool any_skipped = false;  // some rank skipped units in that step
+  for (const RankRow& r : table) any_skipped = any_skipped || r.units.skipped > 0;
   bool was_probe = probing_;
   probing_ = false;
   if (!any_skipped && !was_probe) resized_for_ = 0, episode_probes_ = 0;  // the episode is over
