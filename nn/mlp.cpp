@@ -7,6 +7,8 @@
 
 namespace flextp {
 
+MlpKind gelu_mlp_kind() { return mlp_kind_of<MLP>("gelu_new"); }
+
 UnitGroupInfo MLP::unit_group(const GPTConfig& c, int64_t layer, const StepShape& s) {
   const double n = static_cast<double>(s.batch * s.seq_len), ch = static_cast<double>(c.n_embd);
   const double m = static_cast<double>(c.mlp_unit);
@@ -18,7 +20,7 @@ UnitGroupInfo MLP::unit_group(const GPTConfig& c, int64_t layer, const StepShape
 
 MLP::MLP(const std::string& prefix, const GPTConfig& c, std::shared_ptr<const UnitGroupInfo> group,
          std::vector<int64_t> blocks, Communicator* comm)
-    : Module(prefix),
+    : MlpLayer(prefix),
       c_fc(add_module(std::make_unique<Linear>(
           child_prefix("c_fc"),
           LinearSpec{c.n_embd, c.mlp_hidden(), Split::Column, group, c.mlp_unit, blocks, 0.02, HfLayout::Conv1D},
