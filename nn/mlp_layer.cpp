@@ -1,5 +1,7 @@
 #include "nn/mlp_layer.h"
 
+#include <cmath>
+
 #include "core/error.h"
 
 namespace flextp {
@@ -22,6 +24,21 @@ const std::vector<MlpKind>& registry() {
 }
 
 }  // namespace
+
+LinearSpec mlp_column_spec(const GPTConfig& c, std::shared_ptr<const UnitGroupInfo> group,
+                           const std::vector<int64_t>& blocks) {
+  return {c.n_embd, c.mlp_hidden(), Split::Column, std::move(group), c.mlp_unit, blocks, 0.02, HfLayout::Conv1D};
+}
+
+LinearSpec mlp_row_spec(const GPTConfig& c, std::shared_ptr<const UnitGroupInfo> group,
+                        const std::vector<int64_t>& blocks) {
+  return {c.mlp_hidden(), c.n_embd, Split::Row, std::move(group), c.mlp_unit, blocks,
+          0.02 / std::sqrt(2.0 * c.n_layer), HfLayout::AsIs};
+}
+
+UnitGroupInfo mlp_unit_group(const GPTConfig& c, int64_t layer, UnitCost cost) {
+  return {block_name(layer) + ".mlp", UnitKind::Mlp, layer, c.n_mlp_units(), c.mlp_unit, true, cost};
+}
 
 std::vector<std::string> mlp_kind_names() {
   std::vector<std::string> names;

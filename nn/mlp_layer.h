@@ -23,6 +23,18 @@ class MlpLayer : public Module {
   virtual Linear& row_split_layer() const = 0;
 };
 
+// The matrices every MLP kind builds its blocks from: C -> 4C column split (a block's rows with
+// their bias; Conv1D in Hugging Face's files, as GPT-2's c_fc) and 4C -> C row split (a block's
+// input rows; initialised smaller, as GPT-2's residual projections).
+LinearSpec mlp_column_spec(const GPTConfig& c, std::shared_ptr<const UnitGroupInfo> group,
+                           const std::vector<int64_t>& blocks);
+LinearSpec mlp_row_spec(const GPTConfig& c, std::shared_ptr<const UnitGroupInfo> group,
+                        const std::vector<int64_t>& blocks);
+
+// Block `layer`'s neuron blocks as a unit group of kind UnitKind::Mlp ("h.<layer>.mlp", resizable),
+// each block costing `cost`: what every kind's unit_group returns, with its own costs.
+UnitGroupInfo mlp_unit_group(const GPTConfig& c, int64_t layer, UnitCost cost);
+
 // The neuron blocks of block `layer` as a unit group, priced for steps of shape s.
 using MlpUnitGroup = UnitGroupInfo (*)(const GPTConfig& c, int64_t layer, const StepShape& s);
 // The layer named `prefix`, holding `blocks` (units of `group`) in local order.

@@ -1,7 +1,5 @@
 #include "nn/swiglu_mlp.h"
 
-#include <cmath>
-
 #include "core/ops/elementwise.h"
 #include "core/ops/silu.h"
 #include "nn/unit_costs.h"
@@ -18,28 +16,18 @@ UnitGroupInfo SwiGluMlp::unit_group(const GPTConfig& c, int64_t layer, const Ste
   // projection are elementwise, each about as dear as the GELU MLP's one.
   double work = 3 * (3 * n * ch * m * 2) + kElementwiseFlops * 2 * 3 * n * m;
   double bytes = (m * ch + m + m * ch + m + m * ch) * bytes_per_value(c, s);
-  return {block_name(layer) + ".mlp", UnitKind::Mlp, layer, c.n_mlp_units(), c.mlp_unit, true, {work, bytes}};
+  return mlp_unit_group(c, layer, {work, bytes});
 }
-
-namespace {
-LinearSpec column_spec(const GPTConfig& c, std::shared_ptr<const UnitGroupInfo> group,
-                       const std::vector<int64_t>& blocks) {
-  return {c.n_embd, c.mlp_hidden(), Split::Column, std::move(group), c.mlp_unit, blocks, 0.02, HfLayout::Conv1D};
-}
-}  // namespace
 
 SwiGluMlp::SwiGluMlp(const std::string& prefix, const GPTConfig& c, std::shared_ptr<const UnitGroupInfo> group,
                      std::vector<int64_t> blocks, Communicator* comm)
     : MlpLayer(prefix),
-      c_gate(add_module(std::make_unique<Linear>(child_prefix("c_gate"), column_spec(c, group, blocks), c.seed,
+      c_gate(add_module(std::make_unique<Linear>(child_prefix("c_gate"), mlp_column_spec(c, group, blocks), c.seed,
                                                  c.dtype, comm))),
-      c_up(add_module(std::make_unique<Linear>(child_prefix("c_up"), column_spec(c, group, blocks), c.seed,
+      c_up(add_module(std::make_unique<Linear>(child_prefix("c_up"), mlp_column_spec(c, group, blocks), c.seed,
                                                c.dtype, comm))),
-      c_proj(add_module(std::make_unique<Linear>(
-          child_prefix("c_proj"),
-          LinearSpec{c.mlp_hidden(), c.n_embd, Split::Row, group, c.mlp_unit, blocks,
-                     0.02 / std::sqrt(2.0 * c.n_layer), HfLayout::AsIs},
-          c.seed, c.dtype, comm))) {}
+      c_proj(add_module(std::make_unique<Linear>(child_prefix("c_proj"), mlp_row_spec(c, group, blocks), c.seed,
+                                                 c.dtype, comm))) {}
 
 Tensor SwiGluMlp::forward(const Tensor& x) const {
   // [B, T, C] -> gate and up [B, T, U*M] -> [B, T, C]

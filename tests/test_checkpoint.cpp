@@ -37,6 +37,17 @@ void train_a_little(GPT& m, Optimizer& opt, int steps) {
     for (Parameter* p : params) p->value.zero_grad();
   }
 }
+// Every parameter of b holds a's value and AdamW state (m and v) exactly.
+void check_same_parameters(GPT& a, GPT& b) {
+  std::vector<Parameter*> pa = a.parameters(), pb = b.parameters();
+  REQUIRE(pa.size() == pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    INFO(pa[i]->name);
+    CHECK(pa[i]->value.to_vector<float>() == pb[i]->value.to_vector<float>());
+    CHECK(pa[i]->state.at("m").to_vector<float>() == pb[i]->state.at("m").to_vector<float>());
+    CHECK(pa[i]->state.at("v").to_vector<float>() == pb[i]->state.at("v").to_vector<float>());
+  }
+}
 }  // namespace
 
 TEST_CASE("checkpoints use Hugging Face GPT-2 names and Conv1D shapes") {
@@ -84,12 +95,7 @@ TEST_CASE("save then load gives identical logits and optimizer state") {
   CHECK(ob.steps_taken() == 3);
   NoGradGuard ng;
   CHECK(a.logits(ids()).to_vector<float>() == b.logits(ids()).to_vector<float>());
-  std::vector<Parameter*> pa = a.parameters(), pb = b.parameters();
-  for (size_t i = 0; i < pa.size(); ++i) {
-    INFO(pa[i]->name);
-    CHECK(pa[i]->state.at("m").to_vector<float>() == pb[i]->state.at("m").to_vector<float>());
-    CHECK(pa[i]->state.at("v").to_vector<float>() == pb[i]->state.at("v").to_vector<float>());
-  }
+  check_same_parameters(a, b);
 }
 
 TEST_CASE("the seed of a checkpoint reads back over the whole unsigned range, from its state only") {
@@ -197,13 +203,7 @@ TEST_CASE("a SwiGLU model's checkpoint records its MLP kind and loads back exact
   load_checkpoint(path, b, &ob);
   NoGradGuard ng;
   CHECK(a.logits(ids()).to_vector<float>() == b.logits(ids()).to_vector<float>());
-  std::vector<Parameter*> pa = a.parameters(), pb = b.parameters();
-  for (size_t i = 0; i < pa.size(); ++i) {
-    INFO(pa[i]->name);
-    CHECK(pa[i]->value.to_vector<float>() == pb[i]->value.to_vector<float>());
-    CHECK(pa[i]->state.at("m").to_vector<float>() == pb[i]->state.at("m").to_vector<float>());
-    CHECK(pa[i]->state.at("v").to_vector<float>() == pb[i]->state.at("v").to_vector<float>());
-  }
+  check_same_parameters(a, b);
 }
 
 TEST_CASE("a checkpoint without an MLP kind (older flextp) is gelu; another kind's model refuses it") {
