@@ -75,10 +75,13 @@ GPTConfig model_config(const TrainOptions& o, const Tokenizer& tok, const CLI::A
                                       {"--n-positions", o.n_positions, c.n_positions}})
       FLEXTP_CHECK(app.count(flag) == 0 || value == saved, flag, " ", value, " differs from the ",
                    saved, " of checkpoint ", o.load);
+    FLEXTP_CHECK(app.count("--mlp") == 0 || o.mlp == c.mlp, "--mlp ", o.mlp, " differs from the ", c.mlp,
+                 " MLP of checkpoint ", o.load);
   } else {
     c.n_layer = o.n_layer, c.n_head = o.n_head, c.n_embd = o.n_embd;
     c.vocab_size = o.vocab ? o.vocab : tok.vocab_size();
     c.n_positions = o.n_positions ? o.n_positions : o.seq_len;
+    c.mlp = o.mlp;
   }
   c.mlp_unit = o.mlp_unit, c.vocab_unit = o.vocab_unit, c.dropout = o.dropout, c.seed = o.seed;
   validate_model_flags(c);
@@ -284,6 +287,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   GPTConfig c = model_config(o, tok, app);
   check_vocab(corpus.all, c.vocab_size, o.data.empty() ? "the default corpus" : o.data);
   check_vocab(corpus.val, c.vocab_size, o.val_data.empty() ? "the validation split" : o.val_data);
+  if (!o.export_hf.empty()) with_flag("--export-hf", [&] { check_gpt2_exportable(c); });  // before training
 
   Partition partition = initial_partition(o, c, comm.size());
   GPT model(c, LocalUnits::of_rank(c, partition, comm.rank()), &comm);

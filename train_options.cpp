@@ -3,6 +3,7 @@
 #include <cctype>
 #include <utility>
 
+#include "nn/mlp_layer.h"
 #include "parallel/balance/policy.h"
 
 namespace flextp {
@@ -60,6 +61,9 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--n-positions", o.n_positions, "position table size (default: --seq-len)")->check(positive);
   app.add_option("--vocab", o.vocab, "vocabulary size (default: the tokenizer's)")->check(positive);
   app.add_option("--mlp-unit", o.mlp_unit, "MLP neurons per tensor-parallel unit")->check(positive);
+  std::string mlps;
+  for (const std::string& name : mlp_kind_names()) mlps += (mlps.empty() ? "" : " or ") + name;
+  app.add_option("--mlp", o.mlp, "MLP of every block: " + mlps)->check(CLI::IsMember(mlp_kind_names()));
   app.add_option("--vocab-unit", o.vocab_unit, "vocabulary rows per tensor-parallel unit")->check(positive);
   app.add_option("--dropout", o.dropout, "dropout probability")->check(CLI::Range(0.0, 0.99));
   app.add_option("--data", o.data, "training text file or llm.c shard (glob); default: fortunes");

@@ -30,6 +30,7 @@ struct TrainOptions {
   int64_t n_layer = library_defaults::model.n_layer, n_head = library_defaults::model.n_head,
           n_embd = library_defaults::model.n_embd, seq_len = 128, n_positions = 0, vocab = 0;
   int64_t mlp_unit = library_defaults::model.mlp_unit, vocab_unit = library_defaults::model.vocab_unit;
+  std::string mlp = library_defaults::model.mlp;
   double dropout = library_defaults::model.dropout;
   // run
   std::string data, val_data, save, load, metrics, optimizer = "adamw", prompt = "\n";

@@ -13,8 +13,8 @@ Block::Block(int64_t layer, const GPTConfig& c, const UnitRegistry& units, std::
       attn(add_module(std::make_unique<CausalSelfAttention>(
           child_prefix("attn"), c, units.group(UnitKind::Head, layer), std::move(heads), comm))),
       ln_2(add_module(std::make_unique<LayerNorm>(child_prefix("ln_2"), c.n_embd, c.dtype))),
-      mlp(add_module(std::make_unique<MLP>(child_prefix("mlp"), c, units.group(UnitKind::Mlp, layer),
-                                           std::move(mlp_blocks), comm))) {}
+      mlp(add_module(mlp_kind(c.mlp).make(child_prefix("mlp"), c, units.group(UnitKind::Mlp, layer),
+                                          std::move(mlp_blocks), comm))) {}
 
 std::vector<Linear*> Block::row_split_layers() const {
   return {&attn.row_split_layer(), &mlp.row_split_layer()};

@@ -2,7 +2,7 @@
 // A transformer block, pre-LayerNorm: x + attn(ln_1(x)), then + mlp(ln_2(x)).
 #include "nn/attention.h"
 #include "nn/layer_norm.h"
-#include "nn/mlp.h"
+#include "nn/mlp_layer.h"
 #include "nn/units.h"
 
 namespace flextp {
@@ -22,7 +22,7 @@ class Block : public Module {
   LayerNorm& ln_1;
   CausalSelfAttention& attn;
   LayerNorm& ln_2;
-  MLP& mlp;
+  MlpLayer& mlp;  // of the kind GPTConfig::mlp names
 };
 
 }  // namespace flextp

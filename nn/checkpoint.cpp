@@ -13,6 +13,7 @@
 
 #include "core/autograd.h"
 #include "core/safetensors.h"
+#include "nn/mlp_layer.h"
 #include "nn/stale_state.h"
 #include "parallel/tp/unit_gather.h"
 
@@ -77,6 +78,7 @@ std::map<std::string, std::string> config_metadata(const GPTConfig& c) {
           {"n_layer", std::to_string(c.n_layer)},
           {"n_head", std::to_string(c.n_head)},
           {"n_embd", std::to_string(c.n_embd)},
+          {"mlp", c.mlp},
           {"vocab_size", std::to_string(c.vocab_size)},
           {"n_positions", std::to_string(c.n_positions)}};
 }
@@ -191,7 +193,13 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
   if (optimizer) rename_file(next_state_path(path), state_path(path));
 }
 
+void check_gpt2_exportable(const GPTConfig& c) {
+  FLEXTP_CHECK(!mlp_kind(c.mlp).gpt2_activation.empty(), "a model with the ", c.mlp,
+               " MLP is not GPT-2 (whose MLP is gelu): transformers' GPT2LMHeadModel cannot load it");
+}
+
 void export_hf(const std::string& dir, GPT& model, Communicator* comm) {
+  check_gpt2_exportable(model.config());
   bool writer = comm == nullptr || comm->rank() == 0;
   if (writer) {
     std::error_code ec;
@@ -210,7 +218,7 @@ void export_hf(const std::string& dir, GPT& model, Communicator* comm) {
                            {"n_layer", c.n_layer},
                            {"n_head", c.n_head},
                            {"n_inner", c.mlp_hidden()},
-                           {"activation_function", "gelu_new"},
+                           {"activation_function", mlp_kind(c.mlp).gpt2_activation},
                            {"layer_norm_epsilon", 1e-5},
                            {"resid_pdrop", 0.0},
                            {"embd_pdrop", 0.0},
@@ -249,6 +257,8 @@ GPTConfig read_checkpoint_config(const std::string& path) {
   c.n_embd = meta_int(f, path, "n_embd");
   c.vocab_size = meta_int(f, path, "vocab_size");
   c.n_positions = meta_int(f, path, "n_positions");
+  auto mlp = f.metadata.find("mlp");  // absent from checkpoints older than the MLP kinds: gelu
+  if (mlp != f.metadata.end()) c.mlp = mlp->second;
   return c;
 }
 
@@ -267,6 +277,8 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
   check("n_embd", saved.n_embd, c.n_embd);
   check("vocab_size", saved.vocab_size, c.vocab_size);
   check("n_positions", saved.n_positions, c.n_positions);
+  FLEXTP_CHECK(saved.mlp == c.mlp, path, ": checkpoint has the ", saved.mlp, " MLP but the model was built with the ",
+               c.mlp, " MLP (match the flags to the checkpoint)");
 
   std::vector<Parameter*> params = model.parameters();
   std::map<std::string, Shape> expected;

@@ -1,8 +1,8 @@
 #pragma once
 // Checkpoints users can read anywhere:
 //   PATH        safetensors weights with Hugging Face GPT-2 names, shapes and layouts (Conv1D
-//               [in, out]), whole and in logical unit order whatever the partition; the model
-//               config in __metadata__.
+//               [in, out]; a SwiGLU MLP's c_gate and c_up are stored as c_fc is), whole and in
+//               logical unit order whatever the partition; the model config in __metadata__.
 //   PATH.state  safetensors optimizer slots ("<name>.<slot>", same layout as the weights) and
 //               stale imputation's running means ("<layer>.stale_mean"/".stale_seen", when any
 //               is known), with the step, optimizer, seed and data position in __metadata__.
@@ -34,8 +34,11 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
                            Communicator* comm = nullptr);
 
 // DIR/model.safetensors (the weights alone) and DIR/config.json, which Hugging Face transformers
-// loads as GPT2LMHeadModel.from_pretrained(DIR). Rank 0 writes; every rank takes part.
+// loads as GPT2LMHeadModel.from_pretrained(DIR). Rank 0 writes; every rank takes part. Refuses a
+// model that is not GPT-2 (check_gpt2_exportable), before any file is written.
 void export_hf(const std::string& dir, GPT& model, Communicator* comm = nullptr);
+// Throws unless a model of this config is a GPT-2 (its MLP kind is GPT-2's).
+void check_gpt2_exportable(const GPTConfig& c);
 
 // The config stored in a checkpoint's metadata (to build a model before loading).
 GPTConfig read_checkpoint_config(const std::string& path);

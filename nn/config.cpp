@@ -1,6 +1,7 @@
 #include "nn/config.h"
 
 #include "core/error.h"
+#include "nn/mlp_layer.h"
 
 namespace flextp {
 
@@ -14,6 +15,7 @@ void GPTConfig::validate() const {
                ": every head needs n_embd / n_head channels");
   FLEXTP_CHECK(mlp_unit > 0 && mlp_hidden() % mlp_unit == 0, "mlp_unit ", mlp_unit,
                " must divide the MLP width 4 * n_embd = ", mlp_hidden());
+  mlp_kind(mlp);  // refuses an unknown kind, naming the known ones
   FLEXTP_CHECK(vocab_unit > 0, "vocab_unit must be positive, got ", vocab_unit);
   FLEXTP_CHECK(dropout >= 0 && dropout < 1, "dropout must be in [0, 1), got ", dropout);
   FLEXTP_CHECK(dtype == DType::F32 || dtype == DType::F64, "model dtype must be f32 or f64");
@@ -21,7 +23,7 @@ void GPTConfig::validate() const {
 
 std::string GPTConfig::str() const {
   return "n_layer " + std::to_string(n_layer) + ", n_head " + std::to_string(n_head) +
-         ", n_embd " + std::to_string(n_embd) + ", vocab " + std::to_string(vocab_size) +
+         ", n_embd " + std::to_string(n_embd) + ", mlp " + mlp + ", vocab " + std::to_string(vocab_size) +
          ", n_positions " + std::to_string(n_positions);
 }
 

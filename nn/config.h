@@ -14,13 +14,14 @@ struct GPTConfig {
   int64_t n_head = 4;
   int64_t n_embd = 128;
   int64_t mlp_unit = 32;     // MLP neurons per tensor-parallel unit
+  std::string mlp = "gelu";  // the MLP kind (nn/mlp_kinds.h): gelu (GPT-2's) or swiglu
   int64_t vocab_unit = 64;   // vocabulary rows per tensor-parallel unit (the last may be short)
   double dropout = 0.0;
   uint64_t seed = 1337;      // initialisation
   DType dtype = DType::F32;  // f64 for gradient checks
 
   int64_t head_dim() const { return n_embd / n_head; }
-  int64_t mlp_hidden() const { return 4 * n_embd; }
+  int64_t mlp_hidden() const { return 4 * n_embd; }  // neurons of every MLP kind
   int64_t n_mlp_units() const { return mlp_hidden() / mlp_unit; }
   int64_t n_vocab_units() const { return (vocab_size + vocab_unit - 1) / vocab_unit; }
 

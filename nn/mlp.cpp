@@ -1,11 +1,11 @@
 #include "nn/mlp.h"
 
-#include <cmath>
-
 #include "core/ops/gelu.h"
 #include "nn/unit_costs.h"
 
 namespace flextp {
+
+MlpKind gelu_mlp_kind() { return mlp_kind_of<MLP>("gelu_new"); }
 
 UnitGroupInfo MLP::unit_group(const GPTConfig& c, int64_t layer, const StepShape& s) {
   const double n = static_cast<double>(s.batch * s.seq_len), ch = static_cast<double>(c.n_embd);
@@ -13,21 +13,16 @@ UnitGroupInfo MLP::unit_group(const GPTConfig& c, int64_t layer, const StepShape
   // Forward + backward: three times the two matrix products; GELU is elementwise.
   double work = 3 * (2 * n * ch * m * 2) + kElementwiseFlops * 3 * n * m;
   double bytes = (m * ch + m + m * ch) * bytes_per_value(c, s);
-  return {block_name(layer) + ".mlp", UnitKind::Mlp, layer, c.n_mlp_units(), c.mlp_unit, true, {work, bytes}};
+  return mlp_unit_group(c, layer, {work, bytes});
 }
 
 MLP::MLP(const std::string& prefix, const GPTConfig& c, std::shared_ptr<const UnitGroupInfo> group,
          std::vector<int64_t> blocks, Communicator* comm)
-    : Module(prefix),
-      c_fc(add_module(std::make_unique<Linear>(
-          child_prefix("c_fc"),
-          LinearSpec{c.n_embd, c.mlp_hidden(), Split::Column, group, c.mlp_unit, blocks, 0.02, HfLayout::Conv1D},
-          c.seed, c.dtype, comm))),
-      c_proj(add_module(std::make_unique<Linear>(
-          child_prefix("c_proj"),
-          LinearSpec{c.mlp_hidden(), c.n_embd, Split::Row, group, c.mlp_unit, blocks,
-                     0.02 / std::sqrt(2.0 * c.n_layer), HfLayout::AsIs},
-          c.seed, c.dtype, comm))) {}
+    : MlpLayer(prefix),
+      c_fc(add_module(std::make_unique<Linear>(child_prefix("c_fc"), mlp_column_spec(c, group, blocks), c.seed,
+                                               c.dtype, comm))),
+      c_proj(add_module(std::make_unique<Linear>(child_prefix("c_proj"), mlp_row_spec(c, group, blocks), c.seed,
+                                                 c.dtype, comm))) {}
 
 Tensor MLP::forward(const Tensor& x) const {
   return c_proj.forward(gelu(c_fc.forward(x)));  // [B, T, C] -> [B, T, U*M] -> [B, T, C]

@@ -5,14 +5,14 @@
 #include "core/error.h"
 #include "nn/attention.h"
 #include "nn/gpt.h"
-#include "nn/mlp.h"
+#include "nn/mlp_layer.h"
 
 namespace flextp {
 
 UnitRegistry::UnitRegistry(const GPTConfig& c, const StepShape& s) {
   for (int64_t l = 0; l < c.n_layer; ++l) {
     groups_.push_back(std::make_shared<UnitGroupInfo>(CausalSelfAttention::unit_group(c, l, s)));
-    groups_.push_back(std::make_shared<UnitGroupInfo>(MLP::unit_group(c, l, s)));
+    groups_.push_back(std::make_shared<UnitGroupInfo>(mlp_kind(c.mlp).unit_group(c, l, s)));
   }
   groups_.push_back(std::make_shared<UnitGroupInfo>(GPT::vocab_unit_group(c, s)));
 }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "core/autograd.h"
 #include "core/safetensors.h"
@@ -33,6 +35,17 @@ void train_a_little(GPT& m, Optimizer& opt, int steps) {
     m.loss(ids(), ids()).backward();
     opt.step(params, 1e-2);
     for (Parameter* p : params) p->value.zero_grad();
+  }
+}
+// Every parameter of b holds a's value and AdamW state (m and v) exactly.
+void check_same_parameters(GPT& a, GPT& b) {
+  std::vector<Parameter*> pa = a.parameters(), pb = b.parameters();
+  REQUIRE(pa.size() == pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    INFO(pa[i]->name);
+    CHECK(pa[i]->value.to_vector<float>() == pb[i]->value.to_vector<float>());
+    CHECK(pa[i]->state.at("m").to_vector<float>() == pb[i]->state.at("m").to_vector<float>());
+    CHECK(pa[i]->state.at("v").to_vector<float>() == pb[i]->state.at("v").to_vector<float>());
   }
 }
 }  // namespace
@@ -82,12 +95,7 @@ TEST_CASE("save then load gives identical logits and optimizer state") {
   CHECK(ob.steps_taken() == 3);
   NoGradGuard ng;
   CHECK(a.logits(ids()).to_vector<float>() == b.logits(ids()).to_vector<float>());
-  std::vector<Parameter*> pa = a.parameters(), pb = b.parameters();
-  for (size_t i = 0; i < pa.size(); ++i) {
-    INFO(pa[i]->name);
-    CHECK(pa[i]->state.at("m").to_vector<float>() == pb[i]->state.at("m").to_vector<float>());
-    CHECK(pa[i]->state.at("v").to_vector<float>() == pb[i]->state.at("v").to_vector<float>());
-  }
+  check_same_parameters(a, b);
 }
 
 TEST_CASE("the seed of a checkpoint reads back over the whole unsigned range, from its state only") {
@@ -168,4 +176,71 @@ TEST_CASE("--keep-last prunes periodic checkpoints by step, past step 999,999 to
   CHECK(left == std::vector<std::string>{"j-step000003.st", "k-step000004.st.tmp.1", "k-step10000000.st",
                                          "k-step10000000.st.state", "k-step1000001.st", "k-step1000001.st.state",
                                          "k-step12.st", "k-stepx00001.st", "k.st"});
+}
+
+TEST_CASE("a SwiGLU model's checkpoint records its MLP kind and loads back exactly") {
+  test::TempDir dir("ckswiglu");
+  GPTConfig c = small();
+  c.mlp = "swiglu";
+  GPT a(c);
+  AdamW oa({0.9, 0.999, 1e-8, 0.1});
+  train_a_little(a, oa, 2);
+  std::string path = dir.file("m.safetensors");
+  save_checkpoint(path, a, &oa, {2, 42, {}});
+  SafetensorsFile f = read_safetensors(path);
+  CHECK(f.metadata.at("mlp") == "swiglu");
+  CHECK(f.tensors.at("h.0.mlp.c_gate.weight").shape() == Shape{8, 32});  // Conv1D [in, out], as c_fc
+  CHECK(f.tensors.at("h.0.mlp.c_up.weight").shape() == Shape{8, 32});
+  CHECK(f.tensors.at("h.0.mlp.c_proj.weight").shape() == Shape{32, 8});
+  CHECK(f.tensors.size() == 2 + 2 * 14 + 2);
+  GPTConfig saved = read_checkpoint_config(path);
+  CHECK(saved.mlp == "swiglu");
+
+  saved.seed = 999;  // a different initialisation, overwritten by the load
+  saved.vocab_unit = c.vocab_unit, saved.mlp_unit = c.mlp_unit;
+  GPT b(saved);
+  AdamW ob({0.9, 0.999, 1e-8, 0.1});
+  load_checkpoint(path, b, &ob);
+  NoGradGuard ng;
+  CHECK(a.logits(ids()).to_vector<float>() == b.logits(ids()).to_vector<float>());
+  check_same_parameters(a, b);
+}
+
+TEST_CASE("a checkpoint without an MLP kind (older flextp) is gelu; another kind's model refuses it") {
+  test::TempDir dir("ckmlpkind");
+  GPT m(small());
+  AdamW opt({});
+  std::string path = dir.file("m.safetensors");
+  save_checkpoint(path, m, &opt, {1, 1, {}});
+  SafetensorsFile f = read_safetensors(path);
+  CHECK(f.metadata.at("mlp") == "gelu");
+  std::map<std::string, std::string> old = f.metadata;
+  old.erase("mlp");
+  std::vector<std::pair<std::string, Tensor>> list(f.tensors.begin(), f.tensors.end());
+  write_safetensors(path, list, old);
+  CHECK(read_checkpoint_config(path).mlp == "gelu");
+  GPT back(small());
+  AdamW o2({});
+  CHECK(load_checkpoint(path, back, &o2).step == 1);
+
+  GPTConfig c = small();
+  c.mlp = "swiglu";
+  GPT other(c);
+  CHECK_THROWS_WITH_AS(load_checkpoint(path, other, nullptr),
+                       doctest::Contains("checkpoint has the gelu MLP but the model was built with the swiglu MLP"), Error);
+}
+
+TEST_CASE("a Hugging Face GPT-2 export refuses a SwiGLU model and writes nothing") {
+  test::TempDir dir("ckexport");
+  GPTConfig c = small();
+  c.mlp = "swiglu";
+  GPT m(c);
+  CHECK_THROWS_WITH_AS(export_hf(dir.file("hf"), m), doctest::Contains("a model with the swiglu MLP is not GPT-2"), Error);
+  CHECK_FALSE(std::filesystem::exists(dir.file("hf")));
+  // The GELU model exports, as GPT-2's activation.
+  GPT g(small());
+  export_hf(dir.file("gelu"), g);
+  std::ifstream config(dir.file("gelu/config.json"));
+  std::string text((std::istreambuf_iterator<char>(config)), std::istreambuf_iterator<char>());
+  CHECK(text.find("\"activation_function\": \"gelu_new\"") != std::string::npos);
 }

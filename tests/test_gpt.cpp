@@ -6,6 +6,7 @@
 
 #include "nn/generate.h"
 #include "nn/gpt.h"
+#include "nn/mlp.h"
 #include "optim/optimizer.h"
 #include "tests/gradcheck.h"
 
@@ -31,17 +32,17 @@ Tensor random_ids(Shape shape, int64_t vocab, uint64_t seed) {
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(x[i]);
   return Tensor::from_vector(v, shape);
 }
-}  // namespace
 
-TEST_CASE("the whole GPT's gradient equals finite differences (f64, every parameter sampled)") {
+// The whole model's gradient against finite differences, every parameter sampled, on every device.
+void check_whole_gradient(const GPTConfig& c, size_t parameters) {
   for (Device d : test::devices()) {
     INFO("on ", d.str());
-    GPT model(tiny(DType::F64));
+    GPT model(c);
     model.to(d);
     Tensor ids = random_ids({2, 5}, 11, 1), targets = random_ids({2, 5}, 11, 2);  // moved by the model
     std::vector<Tensor> values;
     for (Parameter* p : model.parameters()) values.push_back(p->value);
-    CHECK(values.size() == 2 + 2 * 12 + 2);
+    CHECK(values.size() == parameters);
     // The inputs are the parameters themselves: the harness perturbs them in place.
     // At initialisation the embeddings are ~0.02, so the first LayerNorm bends the loss on that
     // scale: the truncation error of the differences (~(eps / 0.02)^2) wants eps below the default.
@@ -50,6 +51,17 @@ TEST_CASE("the whole GPT's gradient equals finite differences (f64, every parame
     opts.max_entries = 24;
     test::check_gradients_here([&](const std::vector<Tensor>&) { return model.loss(ids, targets); }, values, opts);
   }
+}
+}  // namespace
+
+TEST_CASE("the whole GPT's gradient equals finite differences (f64, every parameter sampled)") {
+  check_whole_gradient(tiny(DType::F64), 2 + 2 * 12 + 2);
+}
+
+TEST_CASE("the whole GPT with the SwiGLU MLP: its gradient equals finite differences (f64)") {
+  GPTConfig c = tiny(DType::F64);
+  c.mlp = "swiglu";
+  check_whole_gradient(c, 2 + 2 * 14 + 2);  // gate, up and down projections, each with a bias
 }
 
 TEST_CASE("initial loss is close to ln(V)") {
@@ -141,8 +153,10 @@ TEST_CASE("the model's numerics reach every layer that multiplies or attends, an
   CHECK_FALSE(model.numerics().cudnn_attention);
   model.set_numerics(numerics_of(MatmulPrecision::bf16, "auto"));
   std::vector<const Module*> layers{&model};
-  for (const Block* b : model.blocks())
-    layers.insert(layers.end(), {&b->attn, &b->attn.c_attn, &b->attn.c_proj, &b->mlp.c_fc, &b->mlp.c_proj});
+  for (const Block* b : model.blocks()) {
+    const MLP& mlp = dynamic_cast<const MLP&>(b->mlp);  // the default kind, gelu
+    layers.insert(layers.end(), {&b->attn, &b->attn.c_attn, &b->attn.c_proj, &mlp.c_fc, &mlp.c_proj});
+  }
   for (const Module* m : layers) {
     INFO(m->prefix());
     CHECK(m->numerics().matmul == MatmulPrecision::bf16);

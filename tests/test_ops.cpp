@@ -16,6 +16,7 @@
 #include "core/ops/matmul.h"
 #include "core/ops/reduce.h"
 #include "core/ops/shape_ops.h"
+#include "core/ops/silu.h"
 #include "core/ops/softmax.h"
 #include "tests/gpu_skip.h"
 #include "tests/gradcheck.h"
@@ -139,6 +140,22 @@ TEST_CASE("gelu: values, gradient") {
   check_gradients([](const In& in) { return gelu(in[0]); }, {leaf({4, 7}, 1, 2.0)});
   check_f32_matches_f64([](const In& in) { return gelu(in[0]); }, {leaf({4, 7}, 1, 2.0)});
   test::check_on_gpu([](const In& in) { return gelu(in[0]); }, to_f32({leaf({1000}, 2)}));
+}
+
+// ---------------------------------------------------------------- silu
+TEST_CASE("silu: values, gradient, no NaN at the extremes") {
+  // x / (1 + e^-x): 1 / (1 + e^-1) = 0.7310585786, -2 / (1 + e^2) = -0.2384058440.
+  test::check_values(silu(f32({0, 1, -2}, {3})), {0, 0.7310585786, -0.2384058440}, 1e-6);
+  check_gradients([](const In& in) { return silu(in[0]); }, {leaf({4, 7}, 1, 2.0)});
+  check_f32_matches_f64([](const In& in) { return silu(in[0]); }, {leaf({4, 7}, 1, 2.0)});
+  test::check_on_gpu([](const In& in) { return silu(in[0]); }, to_f32({leaf({1000}, 2)}));
+  // e^-x overflows for x far below 0 (f32): silu goes to its limit 0, and so does its slope.
+  Tensor x = f32({-200, 200}, {2});
+  x.set_requires_grad(true);
+  Tensor y = silu(x);
+  sum(y).backward();
+  test::check_values(y, {0, 200});
+  test::check_values(x.grad(), {0, 1});
 }
 
 // ---------------------------------------------------------------- softmax

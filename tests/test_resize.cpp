@@ -201,7 +201,7 @@ TEST_CASE("the resizer skips the least important units of a slow rank, and resto
 TEST_CASE("stale imputation adds a skipped unit's mean contribution; zero adds nothing") {
   GPTConfig c = tiny();
   GPT m(c);
-  Linear& proj = m.blocks()[0]->mlp.c_proj;  // row split: 4 units of 16 inputs
+  Linear& proj = m.blocks()[0]->mlp.row_split_layer();  // row split: 4 units of 16 inputs
   std::vector<Parameter*> group = group_parameters(m.parameters(), "h.0.mlp");
   // Every token the same: the mean contribution is the contribution.
   std::vector<float> row(64);

@@ -129,6 +129,33 @@ TEST_CASE("bad flags, files and configurations end with a clear message and stat
                "trained with --tokenizer byte, not gpt2");
 }
 
+TEST_CASE("--mlp swiglu trains and resumes with its checkpoint's kind; --export-hf and another --mlp are refused") {
+  test::TempDir dir("mlpkind");
+  std::string base = std::string(kTiny) + " --data " + corpus(dir);
+  Run trained = run_train(base + " --mlp swiglu --steps 2 --save " + dir.file("m.st"));
+  REQUIRE_MESSAGE(trained.status == 0, trained.output);
+  CHECK(trained.output.find("mlp swiglu") != std::string::npos);
+  // The checkpoint decides the kind: no --mlp needed to resume; the same one given is fine.
+  Run resumed = run_train(base + " --steps 3 --load " + dir.file("m.st"));
+  CHECK_MESSAGE(resumed.status == 0, resumed.output);
+  CHECK(run_train(base + " --steps 3 --mlp swiglu --load " + dir.file("m.st")).status == 0);
+  Run other = run_train(base + " --steps 3 --mlp gelu --load " + dir.file("m.st"));
+  CHECK(other.status == 1);
+  CHECK_MESSAGE(other.output.find("train: error: --mlp gelu differs from the swiglu MLP of checkpoint " + dir.file("m.st")) !=
+                    std::string::npos,
+                other.output);
+  // Refused before the first step, not after the whole run.
+  Run exported = run_train(base + " --mlp swiglu --steps 2 --metrics " + dir.file("x.jsonl") + " --export-hf " + dir.file("hf"));
+  CHECK(exported.status == 1);
+  CHECK_MESSAGE(exported.output.find("train: error: --export-hf: a model with the swiglu MLP is not GPT-2") != std::string::npos,
+                exported.output);
+  CHECK(!std::filesystem::exists(dir.file("x.jsonl")));
+  CHECK(!std::filesystem::exists(dir.file("hf")));
+  Run unknown = run_train("--mlp relu");
+  CHECK(unknown.status == 1);
+  CHECK_MESSAGE(unknown.output.find("train: error: --mlp: relu not in {gelu,swiglu}") != std::string::npos, unknown.output);
+}
+
 TEST_CASE("under mpirun, a bad partition stops every rank with a clear message, never a hang") {
   test::TempDir dir("mpicli");
   std::string data = corpus(dir);

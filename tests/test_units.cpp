@@ -5,6 +5,7 @@
 #include <set>
 
 #include "nn/gpt.h"
+#include "nn/mlp.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
 #include "parallel/balance/active_units.h"
@@ -56,19 +57,20 @@ TEST_CASE("parameters with units point at their layer's group through one shared
   const UnitRegistry& r = m.units();
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const Block& b = *m.blocks()[l];
+    const MLP& mlp = dynamic_cast<const MLP&>(b.mlp);  // the default kind, gelu
     CHECK(&b.attn.c_attn.weight.group() == r.group(UnitKind::Head, l).get());
     CHECK(&b.attn.c_proj.weight.group() == r.group(UnitKind::Head, l).get());
-    CHECK(&b.mlp.c_fc.weight.group() == r.group(UnitKind::Mlp, l).get());
-    CHECK(&b.mlp.c_proj.weight.group() == r.group(UnitKind::Mlp, l).get());
+    CHECK(&mlp.c_fc.weight.group() == r.group(UnitKind::Mlp, l).get());
+    CHECK(&mlp.c_proj.weight.group() == r.group(UnitKind::Mlp, l).get());
     // A column-split weight and its bias share one layout; the row-split bias is replicated.
     CHECK(b.attn.c_attn.weight.layout == b.attn.c_attn.bias.layout);
-    CHECK(b.mlp.c_fc.weight.layout == b.mlp.c_fc.bias.layout);
-    CHECK(b.mlp.c_proj.bias.replicated());
+    CHECK(mlp.c_fc.weight.layout == mlp.c_fc.bias.layout);
+    CHECK(mlp.c_proj.bias.replicated());
     CHECK(b.attn.c_attn.weight.unit_rows() == 3 * c.head_dim());
     CHECK(b.attn.c_proj.weight.unit_rows() == c.head_dim());
     CHECK(b.attn.c_attn.weight.layout->hf == HfLayout::Conv1DQkv);
-    CHECK(b.mlp.c_fc.weight.layout->hf == HfLayout::Conv1D);
-    CHECK(b.mlp.c_proj.weight.layout->hf == HfLayout::AsIs);
+    CHECK(mlp.c_fc.weight.layout->hf == HfLayout::Conv1D);
+    CHECK(mlp.c_proj.weight.layout->hf == HfLayout::AsIs);
   }
   CHECK(&m.wte.group() == r.group(UnitKind::Vocab).get());
   CHECK(m.wte.logical_rows() == c.vocab_size);

@@ -30,86 +30,89 @@ std::vector<Tensor> logical_state(const Parameter& p, Communicator* comm) {
 
 }  // namespace
 
-TEST_CASE("training with migrations mid-run equals the single process in losses and gradients and Adam state (f64)") {
+TEST_CASE("training with migrations mid-run equals the single process in losses and gradients and Adam state (f64), every MLP kind") {
   Communicator& comm = test::world();
   int n = comm.size();
-  GPTConfig c = test::tiny_config(DType::F64);
-  std::vector<UnitGroup> groups = unit_groups(c);
-  const int steps = 10;
-  auto batch = [](int s) { return std::make_pair(test::tokens(3, 7, s), test::tokens(3, 7, 1000 + s)); };
+  for (const std::string& mlp : test::mlp_kinds()) {
+    INFO(mlp, " MLP");
+    GPTConfig c = test::tiny_config(DType::F64, mlp);
+    std::vector<UnitGroup> groups = unit_groups(c);
+    const int steps = 10;
+    auto batch = [](int s) { return std::make_pair(test::tokens(3, 7, s), test::tokens(3, 7, 1000 + s)); };
 
-  // The single process: losses, every gradient at every step, and the final state.
-  GPT single(c);
-  AdamW ref_opt({0.9, 0.999, 1e-8, 0.01});
-  std::vector<Parameter*> ref = single.parameters();
-  std::vector<double> ref_loss;
-  std::vector<std::vector<Tensor>> ref_grads;
-  for (int s = 0; s < steps; ++s) {
-    auto [ids, targets] = batch(s);
-    Tensor loss = single.loss(ids, targets);
-    loss.backward();
-    ref_loss.push_back(loss.item());
-    ref_grads.emplace_back();
-    for (Parameter* p : ref) ref_grads.back().push_back(p->grad().clone());
-    ref_opt.step(ref, 3e-3);
-    for (Parameter* p : ref) p->value.zero_grad();
-  }
-
-  // Moves: random owners, a partition with empty ranks, everything off the last rank, random again.
-  Partition start = Partition::even(groups, n), empty_last = start;
-  for (const UnitGroup& g : groups) {
-    std::vector<int> owners(g.units);
-    for (int64_t u = 0; u < g.units; ++u) owners[u] = static_cast<int>(u % std::max(1, n - 1));
-    empty_last.set_owners(g.name, owners);
-  }
-  std::map<int, Partition> moves{{2, test::random_partition(c, n, 1)},
-                                 {4, test::partitions(c, n)[2].second},
-                                 {6, empty_last},
-                                 {8, test::random_partition(c, n, 2)}};
-
-  std::vector<std::vector<Tensor>> final_by_method;
-  for (TransferMethod method : kTransfers) {
-    INFO("transfer ", std::string(method_name(method)));
-    Partition current = start;
-    GPT tp(c, LocalUnits::of_rank(c, start, comm.rank()), &comm);
-    AdamW opt({0.9, 0.999, 1e-8, 0.01});
-    std::vector<Parameter*> params = tp.parameters();
-    REQUIRE(params.size() == ref.size());
+    // The single process: losses, every gradient at every step, and the final state.
+    GPT single(c);
+    AdamW ref_opt({0.9, 0.999, 1e-8, 0.01});
+    std::vector<Parameter*> ref = single.parameters();
+    std::vector<double> ref_loss;
+    std::vector<std::vector<Tensor>> ref_grads;
     for (int s = 0; s < steps; ++s) {
-      INFO("step ", s);
-      if (moves.count(s)) {
-        RepartitionStats st = repartition(params, current, moves.at(s), opt.slot_names(), &comm, method);
-        test::ExpectedMove e = test::expected_move(c, current, moves.at(s), 2);
-        CHECK(st.units_moved == e.units);
-        CHECK(st.bytes_minimum == e.bytes);
-        CHECK(st.bytes_sent == e.bytes);
-        current = moves.at(s);
-      }
       auto [ids, targets] = batch(s);
-      Tensor loss = tp.loss(ids, targets);
-      CHECK(test::relative(loss.item(), ref_loss[s]) < 1e-12);
+      Tensor loss = single.loss(ids, targets);
       loss.backward();
-      for (size_t i = 0; i < params.size(); ++i) {
-        Tensor g = params[i]->grad().defined() ? params[i]->grad() : Tensor::zeros(params[i]->value.shape(), c.dtype);
-        test::check_same_tensor(gather_logical(*params[i], g, &comm), ref_grads[s][i], 1e-10,
-                                params[i]->name + " gradient");
+      ref_loss.push_back(loss.item());
+      ref_grads.emplace_back();
+      for (Parameter* p : ref) ref_grads.back().push_back(p->grad().clone());
+      ref_opt.step(ref, 3e-3);
+      for (Parameter* p : ref) p->value.zero_grad();
+    }
+
+    // Moves: random owners, a partition with empty ranks, everything off the last rank, random again.
+    Partition start = Partition::even(groups, n), empty_last = start;
+    for (const UnitGroup& g : groups) {
+      std::vector<int> owners(g.units);
+      for (int64_t u = 0; u < g.units; ++u) owners[u] = static_cast<int>(u % std::max(1, n - 1));
+      empty_last.set_owners(g.name, owners);
+    }
+    std::map<int, Partition> moves{{2, test::random_partition(c, n, 1)},
+                                   {4, test::partitions(c, n)[2].second},
+                                   {6, empty_last},
+                                   {8, test::random_partition(c, n, 2)}};
+
+    std::vector<std::vector<Tensor>> final_by_method;
+    for (TransferMethod method : kTransfers) {
+      INFO("transfer ", std::string(method_name(method)));
+      Partition current = start;
+      GPT tp(c, LocalUnits::of_rank(c, start, comm.rank()), &comm);
+      AdamW opt({0.9, 0.999, 1e-8, 0.01});
+      std::vector<Parameter*> params = tp.parameters();
+      REQUIRE(params.size() == ref.size());
+      for (int s = 0; s < steps; ++s) {
+        INFO("step ", s);
+        if (moves.count(s)) {
+          RepartitionStats st = repartition(params, current, moves.at(s), opt.slot_names(), &comm, method);
+          test::ExpectedMove e = test::expected_move(c, current, moves.at(s), 2);
+          CHECK(st.units_moved == e.units);
+          CHECK(st.bytes_minimum == e.bytes);
+          CHECK(st.bytes_sent == e.bytes);
+          current = moves.at(s);
+        }
+        auto [ids, targets] = batch(s);
+        Tensor loss = tp.loss(ids, targets);
+        CHECK(test::relative(loss.item(), ref_loss[s]) < 1e-12);
+        loss.backward();
+        for (size_t i = 0; i < params.size(); ++i) {
+          Tensor g = params[i]->grad().defined() ? params[i]->grad() : Tensor::zeros(params[i]->value.shape(), c.dtype);
+          test::check_same_tensor(gather_logical(*params[i], g, &comm), ref_grads[s][i], 1e-10,
+                                  params[i]->name + " gradient");
+        }
+        opt.step(params, 3e-3);
+        for (Parameter* p : params) p->value.zero_grad();
       }
-      opt.step(params, 3e-3);
-      for (Parameter* p : params) p->value.zero_grad();
+      std::vector<Tensor> all;
+      for (size_t i = 0; i < params.size(); ++i) {
+        std::vector<Tensor> mine = logical_state(*params[i], &comm);
+        test::check_same_tensor(mine[0], ref[i]->value, 1e-10, params[i]->name + " value");
+        test::check_same_tensor(mine[1], ref[i]->state.at("m"), 1e-9, params[i]->name + ".m");
+        test::check_same_tensor(mine[2], ref[i]->state.at("v"), 1e-9, params[i]->name + ".v");
+        all.insert(all.end(), mine.begin(), mine.end());
+      }
+      final_by_method.push_back(all);
     }
-    std::vector<Tensor> all;
-    for (size_t i = 0; i < params.size(); ++i) {
-      std::vector<Tensor> mine = logical_state(*params[i], &comm);
-      test::check_same_tensor(mine[0], ref[i]->value, 1e-10, params[i]->name + " value");
-      test::check_same_tensor(mine[1], ref[i]->state.at("m"), 1e-9, params[i]->name + ".m");
-      test::check_same_tensor(mine[2], ref[i]->state.at("v"), 1e-9, params[i]->name + ".v");
-      all.insert(all.end(), mine.begin(), mine.end());
-    }
-    final_by_method.push_back(all);
+    // The transfer only carries bytes: both ways end in the very same state.
+    for (size_t k = 0; k < final_by_method[0].size(); ++k)
+      CHECK(final_by_method[0][k].to_vector<double>() == final_by_method[1][k].to_vector<double>());
   }
-  // The transfer only carries bytes: both ways end in the very same state.
-  for (size_t k = 0; k < final_by_method[0].size(); ++k)
-    CHECK(final_by_method[0][k].to_vector<double>() == final_by_method[1][k].to_vector<double>());
 }
 
 TEST_CASE("a repartition puts every moved row of weights and Adam state exactly where it belongs") {

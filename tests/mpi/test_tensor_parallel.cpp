@@ -21,7 +21,7 @@ using test::check_same_tensor;
 using test::partitions;
 using test::relative;
 using test::tokens;
-GPTConfig config(DType dtype) { return test::tiny_config(dtype); }
+GPTConfig config(DType dtype, const std::string& mlp = "gelu") { return test::tiny_config(dtype, mlp); }
 
 // Elementwise |a - b| / (1 + |b|): for f32 weights after many Adam steps, where the K bias (whose
 // gradient is zero up to rounding) is moved by Adam's normalised rounding noise, so that a
@@ -65,26 +65,28 @@ Run train(GPT& model, Communicator* comm, int steps, Partition* partition = null
 
 }  // namespace
 
-TEST_CASE("loss and every gradient equal the single process (f64) for every partition") {
+TEST_CASE("loss and every gradient equal the single process (f64) for every partition and MLP kind") {
   Communicator& comm = test::world();
-  GPTConfig c = config(DType::F64);
-  GPT single(c);
-  Tensor ids = tokens(3, 7, 1), targets = tokens(3, 7, 2);
-  Tensor ref_loss = single.loss(ids, targets);
-  ref_loss.backward();
-  std::vector<Parameter*> ref = single.parameters();
-  for (const auto& [name, part] : partitions(c, comm.size())) {
-    std::string what = "partition " + name + ": " + part.str();  // (clang: no structured bindings in INFO's lambda)
-    INFO(what);
-    GPT tp(c, LocalUnits::of_rank(c, part, comm.rank()), &comm);
-    Tensor loss = tp.loss(ids, targets);
-    CHECK(relative(loss.item(), ref_loss.item()) < 1e-12);
-    loss.backward();
-    std::vector<Parameter*> mine = tp.parameters();
-    REQUIRE(mine.size() == ref.size());
-    for (size_t i = 0; i < mine.size(); ++i) {
-      Tensor g = mine[i]->grad().defined() ? mine[i]->grad() : Tensor::zeros(mine[i]->value.shape(), c.dtype);
-      check_same_tensor(gather_logical(*mine[i], g, &comm), ref[i]->grad(), 1e-10, mine[i]->name);
+  for (const std::string& mlp : test::mlp_kinds()) {
+    GPTConfig c = config(DType::F64, mlp);
+    GPT single(c);
+    Tensor ids = tokens(3, 7, 1), targets = tokens(3, 7, 2);
+    Tensor ref_loss = single.loss(ids, targets);
+    ref_loss.backward();
+    std::vector<Parameter*> ref = single.parameters();
+    for (const auto& [name, part] : partitions(c, comm.size())) {
+      std::string what = mlp + " MLP, partition " + name + ": " + part.str();  // (clang: no structured bindings in INFO's lambda)
+      INFO(what);
+      GPT tp(c, LocalUnits::of_rank(c, part, comm.rank()), &comm);
+      Tensor loss = tp.loss(ids, targets);
+      CHECK(relative(loss.item(), ref_loss.item()) < 1e-12);
+      loss.backward();
+      std::vector<Parameter*> mine = tp.parameters();
+      REQUIRE(mine.size() == ref.size());
+      for (size_t i = 0; i < mine.size(); ++i) {
+        Tensor g = mine[i]->grad().defined() ? mine[i]->grad() : Tensor::zeros(mine[i]->value.shape(), c.dtype);
+        check_same_tensor(gather_logical(*mine[i], g, &comm), ref[i]->grad(), 1e-10, mine[i]->name);
+      }
     }
   }
 }
@@ -195,51 +197,54 @@ Group first_ranks(int m) {
   return {make_mpi_communicator(r < m ? 0 : 1), r < m};
 }
 
-TEST_CASE("a checkpoint written on an uneven partition loads at any rank count with the same loss") {
+TEST_CASE("a checkpoint written on an uneven partition loads at any rank count with the same loss, every MLP kind") {
   Communicator& world = test::world();
   int n = world.size();
-  GPTConfig c = config(DType::F32);
-  std::vector<UnitGroup> groups = unit_groups(c);
   // This run's own directory: a file left by an earlier run can neither pass nor fail it.
   test::SharedTempDir dir("mpi-checkpoints");
-  Tensor ids = tokens(4, 8, 7), targets = tokens(4, 8, 8);
-  // Written at each of these rank counts and loaded at each: a 4-rank run checks 4 -> 2, 2 -> 4,
-  // 1 -> 4 and the rest, its smaller groups made of its first ranks.
-  std::vector<int> sizes{n, std::max(1, n / 2), 1};  // 2 -> {2, 1, 1}, 4 -> {4, 2, 1}
-  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-  for (int w : sizes) {
-    std::string path = dir.file("tp" + std::to_string(w) + "_uneven.safetensors");
-    Tensor loss = Tensor::zeros({1}, DType::F64);
-    {
-      Group g = first_ranks(w);
-      if (g.member) {
-        Communicator* gc = w == 1 ? nullptr : g.comm.get();
-        Partition uneven = w == 1 ? Partition::even(groups, 1) : partitions(c, w)[1].second;
-        GPT tp(c, LocalUnits::of_rank(c, uneven, gc ? gc->rank() : 0), gc);
-        AdamW opt({});
-        std::vector<Parameter*> params = tp.parameters();
-        tp.loss(tokens(2, 8, 5), tokens(2, 8, 6)).backward();
-        opt.step(params, 1e-2);
-        for (Parameter* p : params) p->value.zero_grad();
-        NoGradGuard ng;
-        loss = Tensor::from_vector<double>({tp.loss(ids, targets).item()}, {1});
-        save_checkpoint(path, tp, &opt, {1, 1, {}}, gc);
+  for (const std::string& mlp : test::mlp_kinds()) {
+    INFO(mlp, " MLP");
+    GPTConfig c = config(DType::F32, mlp);
+    std::vector<UnitGroup> groups = unit_groups(c);
+    Tensor ids = tokens(4, 8, 7), targets = tokens(4, 8, 8);
+    // Written at each of these rank counts and loaded at each: a 4-rank run checks 4 -> 2, 2 -> 4,
+    // 1 -> 4 and the rest, its smaller groups made of its first ranks.
+    std::vector<int> sizes{n, std::max(1, n / 2), 1};  // 2 -> {2, 1, 1}, 4 -> {4, 2, 1}
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    for (int w : sizes) {
+      std::string path = dir.file(mlp + "_tp" + std::to_string(w) + "_uneven.safetensors");
+      Tensor loss = Tensor::zeros({1}, DType::F64);
+      {
+        Group g = first_ranks(w);
+        if (g.member) {
+          Communicator* gc = w == 1 ? nullptr : g.comm.get();
+          Partition uneven = w == 1 ? Partition::even(groups, 1) : partitions(c, w)[1].second;
+          GPT tp(c, LocalUnits::of_rank(c, uneven, gc ? gc->rank() : 0), gc);
+          AdamW opt({});
+          std::vector<Parameter*> params = tp.parameters();
+          tp.loss(tokens(2, 8, 5), tokens(2, 8, 6)).backward();
+          opt.step(params, 1e-2);
+          for (Parameter* p : params) p->value.zero_grad();
+          NoGradGuard ng;
+          loss = Tensor::from_vector<double>({tp.loss(ids, targets).item()}, {1});
+          save_checkpoint(path, tp, &opt, {1, 1, {}}, gc);
+        }
       }
+      world.broadcast(loss, 0);
+      double expected = loss.item();
+      for (int r : sizes) {
+        std::string what = "written at TP=" + std::to_string(w) + ", loaded at TP=" + std::to_string(r);
+        INFO(what);
+        Group g = first_ranks(r);
+        if (!g.member) continue;
+        Communicator* gc = r == 1 ? nullptr : g.comm.get();
+        GPT here(c, LocalUnits::of_rank(c, Partition::even(groups, r), gc ? gc->rank() : 0), gc);
+        AdamW o2({});
+        load_checkpoint(path, here, &o2, gc);
+        NoGradGuard ng;
+        CHECK(relative(here.loss(ids, targets).item(), expected) < 1e-6);
+      }
+      world.barrier();
     }
-    world.broadcast(loss, 0);
-    double expected = loss.item();
-    for (int r : sizes) {
-      std::string what = "written at TP=" + std::to_string(w) + ", loaded at TP=" + std::to_string(r);
-      INFO(what);
-      Group g = first_ranks(r);
-      if (!g.member) continue;
-      Communicator* gc = r == 1 ? nullptr : g.comm.get();
-      GPT here(c, LocalUnits::of_rank(c, Partition::even(groups, r), gc ? gc->rank() : 0), gc);
-      AdamW o2({});
-      load_checkpoint(path, here, &o2, gc);
-      NoGradGuard ng;
-      CHECK(relative(here.loss(ids, targets).item(), expected) < 1e-6);
-    }
-    world.barrier();
   }
 }

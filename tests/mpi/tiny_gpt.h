@@ -18,7 +18,8 @@
 
 namespace flextp::test {
 
-inline GPTConfig tiny_config(DType dtype) {
+// `mlp`: the MLP kind (every multi-rank test of MLP units runs for each kind).
+inline GPTConfig tiny_config(DType dtype, const std::string& mlp = "gelu") {
   GPTConfig c;
   c.vocab_size = 37;  // 5 vocabulary units of 8, the last one short
   c.vocab_unit = 8;
@@ -27,8 +28,15 @@ inline GPTConfig tiny_config(DType dtype) {
   c.n_head = 4;
   c.n_embd = 16;
   c.mlp_unit = 16;  // 4 MLP units
+  c.mlp = mlp;
   c.dtype = dtype;
   return c;
+}
+
+// The MLP kinds the multi-rank tests run.
+inline const std::vector<std::string>& mlp_kinds() {
+  static const std::vector<std::string> kinds{"gelu", "swiglu"};
+  return kinds;
 }
 
 inline Tensor tokens(int64_t b, int64_t t, uint64_t seed) {
@@ -91,12 +99,15 @@ inline void check_same_tensor(const Tensor& a, const Tensor& ref, double tol, co
 // Elements of one unit over all its parameters, from the model's definition: a head has its
 // Q, K and V rows (3D x C) with their bias (3D) and D rows of the out-projection (D x C); an MLP
 // block of M neurons has M rows of c_fc (M x C) with their bias (M) and M rows of c_proj
-// (M x C); a vocabulary block has its rows of the tied embedding (rows x C), the last one short.
+// (M x C), a SwiGLU one M rows of c_gate and of c_up with their biases and M rows of c_proj; a
+// vocabulary block has its rows of the tied embedding (rows x C), the last one short.
 inline int64_t unit_elements(const GPTConfig& c, const std::string& kind, int64_t u) {
   if (kind == "vocab") return std::min(c.vocab_unit, c.vocab_size - u * c.vocab_unit) * c.n_embd;
   if (kind == "head") return 4 * c.head_dim() * c.n_embd + 3 * c.head_dim();
   if (kind == "mlp") {
     int64_t m = std::min(c.mlp_unit, c.mlp_hidden() - u * c.mlp_unit);
+    if (c.mlp == "swiglu") return 3 * m * c.n_embd + 2 * m;
+    REQUIRE(c.mlp == "gelu");
     return 2 * m * c.n_embd + m;
   }
   FAIL("unknown unit kind ", kind);
