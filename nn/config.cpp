@@ -15,6 +15,7 @@ void GPTConfig::validate() const {
   FLEXTP_CHECK(mlp_unit > 0 && mlp_hidden() % mlp_unit == 0, "--mlp-unit ", mlp_unit,
                " must divide the MLP width 4 * n_embd = ", mlp_hidden());
   FLEXTP_CHECK(vocab_unit > 0, "--vocab-unit must be positive, got ", vocab_unit);
+  FLEXTP_CHECK(vocab_pad > 0, "the vocabulary padding multiple must be positive, got ", vocab_pad);
   FLEXTP_CHECK(dropout >= 0 && dropout < 1, "--dropout must be in [0, 1), got ", dropout);
   FLEXTP_CHECK(dtype == DType::F32 || dtype == DType::F64, "model dtype must be f32 or f64");
 }
