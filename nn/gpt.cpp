@@ -36,7 +36,8 @@ GPT::GPT(const GPTConfig& c, const LocalUnits& units, Communicator* comm)
   wte.units = units.vocab;
   // The padded rows start and stay zero: no id looks them up and their logits are masked out
   // of the loss, so their gradient is zero and weight decay keeps them at zero.
-  const std::vector<int64_t>& rows = vocab_layout().global_ids();
+  const VocabLayout layout = vocab_layout();
+  const std::vector<int64_t>& rows = layout.global_ids();
   for (size_t r = 0; r < rows.size(); ++r)
     if (rows[r] >= c.vocab_size) slice_rows(wte.value.detach(), static_cast<int64_t>(r), 1).zero_();
   FLEXTP_CHECK(static_cast<int64_t>(units.heads.size()) == c.n_layer &&

@@ -8,6 +8,7 @@
 #include "core/safetensors.h"
 #include "nn/checkpoint.h"
 #include "nn/generate.h"
+#include "nn/init.h"
 #include "optim/optimizer.h"
 #include "tests/temp_dir.h"
 
@@ -72,6 +73,9 @@ TEST_CASE("a padded vocabulary: 300 ids in 384 rows, 6 units of 64, the padding 
   GPT m(c);
   CHECK(m.wte.value.shape() == Shape{384, 16});
   check_all_zero(rows_of(m.wte.value, kVocab, 384 - kVocab), "padded row");
+  // The real rows are drawn as without padding: element (r, c) from index r * C + c.
+  Tensor drawn = normal_unit_rows("wte.weight", c.seed, {0, 1, 2, 3, 4}, 64, kVocab, 16, 0.02, DType::F64);
+  CHECK(rows_of(m.wte.value, 0, kVocab) == drawn.to_vector<double>());
 }
 
 TEST_CASE("the padded model computes the unpadded one: loss, gradients and an AdamW step (f64)") {
