@@ -76,6 +76,12 @@ TEST_CASE("a padded vocabulary: 300 ids in 384 rows, 6 units of 64, the padding 
   // The real rows are drawn as without padding: element (r, c) from index r * C + c.
   Tensor drawn = normal_unit_rows("wte.weight", c.seed, {0, 1, 2, 3, 4}, 64, kVocab, 16, 0.02, DType::F64);
   CHECK(rows_of(m.wte.value, 0, kVocab) == drawn.to_vector<double>());
+  // The same for the byte vocabulary, which needs no padding: nothing is zeroed.
+  GPTConfig bytes = padded_config(DType::F32);
+  bytes.vocab_size = 256;
+  GPT b(bytes);
+  CHECK(b.wte.value.to_vector<float>() ==
+        normal_unit_rows("wte.weight", c.seed, {0, 1, 2, 3}, 64, 256, 16, 0.02, DType::F32).to_vector<float>());
 }
 
 TEST_CASE("the padded model computes the unpadded one: loss, gradients and an AdamW step (f64)") {
