@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/autograd.h"
+#include "core/ops/shape_ops.h"
 #include "core/safetensors.h"
 #include "nn/mlp_layer.h"
 #include "nn/stale_state.h"
@@ -139,6 +140,29 @@ void slow_save_fault() {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
 }
 
+// Files hold the real vocabulary's rows of the token table (and of its optimizer slots); the
+// model pads it to GPTConfig::padded_vocab rows, zeros that no file needs.
+bool padded_in_model(const Parameter& p, const GPT& model) {
+  return &p == &model.wte && model.config().padded_vocab() != model.config().vocab_size;
+}
+
+Shape stored_shape(const Parameter& p, const GPT& model) {
+  Shape s = logical_shape(p);
+  if (padded_in_model(p, model)) s[0] = model.config().vocab_size;
+  return s;
+}
+
+Tensor drop_padding(const Parameter& p, const GPT& model, const Tensor& logical) {
+  return padded_in_model(p, model) ? slice_rows(logical, 0, model.config().vocab_size).clone() : logical;
+}
+
+Tensor restore_padding(const Parameter& p, const GPT& model, const Tensor& stored) {
+  if (!padded_in_model(p, model)) return stored;
+  Tensor logical = Tensor::zeros(logical_shape(p), stored.dtype());
+  slice_rows(logical, 0, stored.size(0)).copy_from(stored);
+  return logical;
+}
+
 }  // namespace
 
 Shape hf_shape(const Parameter& p, const Shape& logical) {
@@ -162,14 +186,14 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
   std::vector<std::pair<std::string, Tensor>> weights, slots;
   for (Parameter* p : model.parameters()) {
     Tensor logical = gather_logical(*p, p->value, comm);
-    if (writer) weights.push_back({p->name, to_hf_layout(*p, logical, c)});
+    if (writer) weights.push_back({p->name, to_hf_layout(*p, drop_padding(*p, model, logical), c)});
     if (!optimizer) continue;
     for (const std::string& s : optimizer->slot_names()) {
       auto it = p->state.find(s);
       Tensor local = it != p->state.end() ? it->second
                                           : Tensor::zeros(p->value.shape(), p->value.dtype());
       Tensor slot = gather_logical(*p, local, comm);
-      if (writer) slots.push_back({p->name + "." + s, to_hf_layout(*p, slot, c)});
+      if (writer) slots.push_back({p->name + "." + s, to_hf_layout(*p, drop_padding(*p, model, slot), c)});
     }
   }
   if (optimizer) gather_stale_means(model, comm, writer, slots);
@@ -282,7 +306,7 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
 
   std::vector<Parameter*> params = model.parameters();
   std::map<std::string, Shape> expected;
-  for (Parameter* p : params) expected[p->name] = hf_shape(*p, logical_shape(*p));
+  for (Parameter* p : params) expected[p->name] = hf_shape(*p, stored_shape(*p, model));
   check_tensors(f, path, expected, c.dtype);
 
   TrainState state;
@@ -315,11 +339,11 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
   }
 
   for (Parameter* p : params) {
-    Tensor logical = from_hf_layout(*p, f.tensors.at(p->name), c);
+    Tensor logical = restore_padding(*p, model, from_hf_layout(*p, f.tensors.at(p->name), c));
     p->value.copy_from(local_rows(*p, logical).to(p->value.device()));
     if (!optimizer) continue;
     for (const std::string& slot : optimizer->slot_names()) {
-      Tensor ls = from_hf_layout(*p, s.tensors.at(p->name + "." + slot), c);
+      Tensor ls = restore_padding(*p, model, from_hf_layout(*p, s.tensors.at(p->name + "." + slot), c));
       p->state[slot] = local_rows(*p, ls).to(p->value.device());
     }
   }

@@ -17,6 +17,7 @@ void GPTConfig::validate() const {
                " must divide the MLP width 4 * n_embd = ", mlp_hidden());
   mlp_kind(mlp);  // refuses an unknown kind, naming the known ones
   FLEXTP_CHECK(vocab_unit > 0, "vocab_unit must be positive, got ", vocab_unit);
+  FLEXTP_CHECK(vocab_pad > 0, "the vocabulary padding multiple must be positive, got ", vocab_pad);
   FLEXTP_CHECK(dropout >= 0 && dropout < 1, "dropout must be in [0, 1), got ", dropout);
   FLEXTP_CHECK(dtype == DType::F32 || dtype == DType::F64, "model dtype must be f32 or f64");
 }

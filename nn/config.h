@@ -16,6 +16,10 @@ struct GPTConfig {
   int64_t mlp_unit = 32;     // MLP neurons per tensor-parallel unit
   std::string mlp = "gelu";  // the MLP kind (nn/mlp_kinds.h): gelu (GPT-2's) or swiglu
   int64_t vocab_unit = 64;   // vocabulary rows per tensor-parallel unit (the last may be short)
+  // The model's token table and LM head have vocab_size rows rounded up to a multiple of this
+  // (GPT-2's 50257 -> 50304), so that the LM-head GEMMs are aligned; 1: no padding. The padded
+  // rows stay zero, their logits never count and files never hold them.
+  int64_t vocab_pad = 128;
   double dropout = 0.0;
   uint64_t seed = 1337;      // initialisation
   DType dtype = DType::F32;  // f64 for gradient checks
@@ -23,7 +27,9 @@ struct GPTConfig {
   int64_t head_dim() const { return n_embd / n_head; }
   int64_t mlp_hidden() const { return 4 * n_embd; }  // neurons of every MLP kind
   int64_t n_mlp_units() const { return mlp_hidden() / mlp_unit; }
-  int64_t n_vocab_units() const { return (vocab_size + vocab_unit - 1) / vocab_unit; }
+  int64_t padded_vocab() const { return (vocab_size + vocab_pad - 1) / vocab_pad * vocab_pad; }
+  // Vocabulary units cover the padded rows: the padding lies at the end of the last unit(s).
+  int64_t n_vocab_units() const { return (padded_vocab() + vocab_unit - 1) / vocab_unit; }
 
   // Throws flextp::Error naming the first impossible setting.
   void validate() const;

@@ -20,7 +20,10 @@ std::vector<int32_t> generate(GPT& model, std::vector<int32_t> tokens, const Sam
     int64_t start = std::max<int64_t>(0, static_cast<int64_t>(tokens.size()) - window);
     std::vector<int32_t> ctx(tokens.begin() + start, tokens.end());
     int64_t t = static_cast<int64_t>(ctx.size());
+    // The real ids' logits only: the padded vocabulary rows (GPTConfig::padded_vocab) never
+    // reach the sampler.
     Tensor logits = model.logits(Tensor::from_vector(ctx, {1, t}));  // [1, t, V]
+    FLEXTP_CHECK(logits.size(-1) == v, "generate: ", logits.size(-1), " logits for a vocabulary of ", v);
     std::vector<double> last(v);
     Tensor l64 = logits.dtype() == DType::F64 ? logits : logits.to(Device::cpu()).to(DType::F64);
     const double* pl = l64.data<double>() + (t - 1) * v;

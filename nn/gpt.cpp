@@ -22,7 +22,7 @@ GPT::GPT(const GPTConfig& c, const LocalUnits& units, Communicator* comm)
     : Module(""),
       wte(add_parameter("wte.weight",
                         normal_unit_rows("wte.weight", validated(c).seed, units.vocab,
-                                         c.vocab_unit, c.vocab_size, c.n_embd, 0.02, c.dtype),
+                                         c.vocab_unit, c.padded_vocab(), c.n_embd, 0.02, c.dtype),
                         true)),
       wpe(add_parameter("wpe.weight",
                         normal_unit_rows("wpe.weight", c.seed, {0}, c.n_positions,
@@ -32,8 +32,14 @@ GPT::GPT(const GPTConfig& c, const LocalUnits& units, Communicator* comm)
       units_(c),
       comm_(comm) {
   wte.layout = std::make_shared<const UnitLayout>(
-      UnitLayout{units_.group(UnitKind::Vocab), c.vocab_unit, c.vocab_size, HfLayout::AsIs});
+      UnitLayout{units_.group(UnitKind::Vocab), c.vocab_unit, c.padded_vocab(), HfLayout::AsIs});
   wte.units = units.vocab;
+  // The padded rows start and stay zero: no id looks them up and their logits are masked out
+  // of the loss, so their gradient is zero and weight decay keeps them at zero.
+  const VocabLayout layout = vocab_layout();
+  const std::vector<int64_t>& rows = layout.global_ids();
+  for (size_t r = 0; r < rows.size(); ++r)
+    if (rows[r] >= c.vocab_size) slice_rows(wte.value.detach(), static_cast<int64_t>(r), 1).zero_();
   FLEXTP_CHECK(static_cast<int64_t>(units.heads.size()) == c.n_layer &&
                    static_cast<int64_t>(units.mlp.size()) == c.n_layer,
                "GPT: unit lists for ", units.heads.size(), " layers, config has ", c.n_layer);
@@ -79,7 +85,7 @@ void GPT::set_imputation(Impute m) {
 }
 
 VocabLayout GPT::vocab_layout() const {
-  return VocabLayout(wte.units, config_.vocab_unit, config_.vocab_size);
+  return VocabLayout(wte.units, config_.vocab_unit, config_.vocab_size, config_.padded_vocab());
 }
 
 Tensor GPT::local_logits(const Tensor& ids) const {

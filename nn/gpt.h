@@ -4,8 +4,10 @@
 //
 //   ids [B, T] -> wte[ids] + wpe[0..T)                 [B, T, C]
 //              -> n_layer x Block                      [B, T, C]
-//              -> ln_f -> x wte^T (the tied LM head)   [B, T, V]
+//              -> ln_f -> x wte^T (the tied LM head)   [B, T, Vp]
 //              -> cross-entropy with targets [B, T]    scalar
+// wte has Vp = GPTConfig::padded_vocab() rows (V rounded up to a multiple of 128, so that the
+// LM-head GEMMs are aligned); the rows from V on stay zero and the loss and sampling ignore them.
 #include <memory>
 #include <vector>
 
@@ -22,9 +24,10 @@ class GPT : public Module {
 
   // Mean cross-entropy of predicting targets [B, T] from ids [B, T] (i32).
   Tensor loss(const Tensor& ids, const Tensor& targets) const;
-  // All logits [B, T, V] for ids [B, T], gathered from every rank (for sampling; no gradient).
+  // All logits [B, T, V] of the real ids for ids [B, T], gathered from every rank (for sampling;
+  // no gradient).
   Tensor logits(const Tensor& ids) const;
-  // This rank's logits [B, T, Vl]: its vocabulary rows, in local order.
+  // This rank's logits [B, T, Vl]: its vocabulary rows, in local order, padded rows included.
   Tensor local_logits(const Tensor& ids) const;
   VocabLayout vocab_layout() const;
 
@@ -43,7 +46,7 @@ class GPT : public Module {
   // of shape s.
   static UnitGroupInfo vocab_unit_group(const GPTConfig& c, const StepShape& s);
 
-  Parameter& wte;  // [V, C] token embedding, also the LM head
+  Parameter& wte;  // [Vp, C] token embedding, also the LM head (this rank's rows)
   Parameter& wpe;  // [n_positions, C] position embedding
 
  private:

@@ -9,6 +9,7 @@ inline GPTConfig balancing_gpt() {
   GPTConfig c;
   c.vocab_size = 16;
   c.vocab_unit = 8;
+  c.vocab_pad = 1;  // unpadded: the unit counts above are what these tests price
   c.n_positions = 8;
   c.n_layer = 1;
   c.n_head = 8;

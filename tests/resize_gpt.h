@@ -9,6 +9,7 @@ inline GPTConfig resize_test_config(DType dtype) {
   GPTConfig c;
   c.vocab_size = 16;
   c.vocab_unit = 8;
+  c.vocab_pad = 1;  // unpadded: 2 vocabulary units
   c.n_positions = 8;
   c.n_layer = 2;
   c.n_head = 4;

@@ -134,3 +134,64 @@ TEST_CASE("vocab-parallel embedding and loss tied through one table, as the mode
   };
   test::check_gradients(tied, {test::leaf_of(table)});
 }
+
+namespace {
+// The same 11 ids in a table padded to 16 rows: unit 2 holds ids 8-10 and padded row 11, unit 3
+// only padding (rows 12-15). Held in the order 3, 2, 0, 1: the padded unit first, padding inside
+// the second, so the real columns are the local runs [4, 7) and [8, 16).
+constexpr int64_t kPaddedRows = 16;
+VocabLayout padded_permuted() { return VocabLayout({3, 2, 0, 1}, kUnitRows, kVocab, kPaddedRows); }
+
+// [N, rows] whose real columns are `all`'s and whose padded ones are far above them: counted in
+// a softmax they would take almost all of it.
+Tensor with_loud_padding(const Tensor& all) {
+  int64_t n = all.size(0);
+  std::vector<double> in = all.to_vector<double>(), out(n * kPaddedRows);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < kPaddedRows; ++j) out[i * kPaddedRows + j] = j < kVocab ? in[i * kVocab + j] : 40.0 + j;
+  return Tensor::from_vector(out, {n, kPaddedRows});
+}
+}  // namespace
+
+TEST_CASE("vocab-parallel cross-entropy over a padded table: padded columns take no part, get zero gradient") {
+  VocabLayout layout = padded_permuted();
+  REQUIRE(layout.global_ids() == std::vector<int64_t>{12, 13, 14, 15, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7});
+  REQUIRE(layout.real_runs() == std::vector<int32_t>{4, 7, 8, 16});
+  Tensor all = Tensor::randn({6, kVocab}, 9, 0, 0, 3.0, DType::F64);  // [N, V] real columns
+  Tensor targets = i32({10, -100, 0, 7, 8, 3}, {6});
+  Tensor plain_in = test::leaf_of(all);
+  Tensor plain = cross_entropy(plain_in, targets);
+  plain.backward();
+
+  Tensor x = test::leaf_of(test::local_columns(with_loud_padding(all), layout));  // [N, 16] local
+  Tensor loss = vocab_parallel_cross_entropy(x, targets, layout, nullptr);
+  CHECK(loss.item() == doctest::Approx(plain.item()).epsilon(1e-12));
+  loss.backward();
+  std::vector<double> g = test::vocabulary_columns(x.grad(), layout).to_vector<double>();
+  std::vector<double> want = plain_in.grad().to_vector<double>();
+  for (int64_t i = 0; i < 6; ++i)
+    for (int64_t j = 0; j < kPaddedRows; ++j) {
+      INFO("row ", i, " column ", j);
+      if (j < kVocab)
+        CHECK(g[i * kPaddedRows + j] == doctest::Approx(want[i * kVocab + j]).epsilon(1e-12));
+      else
+        CHECK(g[i * kPaddedRows + j] == 0.0);
+    }
+  test::check_gradients([&](const In& in) { return vocab_parallel_cross_entropy(in[0], targets, layout, nullptr); },
+                        {test::leaf_of(x)});
+
+  // Padded ids are not classes: a target there is refused, as is an id to look up.
+  CHECK_THROWS_WITH_AS(vocab_parallel_cross_entropy(x, i32({11, 0, 0, 0, 0, 0}, {6}), layout, nullptr),
+                       doctest::Contains("target 11 of row 0 is outside the 11 classes"), Error);
+  CHECK_THROWS_WITH_AS(vocab_parallel_embedding(i32({11}, {1}), Tensor::zeros({kPaddedRows, 2}, DType::F64), layout,
+                                                nullptr),
+                       doctest::Contains("token id 11 at position 0 is outside the vocabulary of 11"), Error);
+}
+
+TEST_CASE("gathered logits of a padded table drop the padded columns") {
+  VocabLayout layout = padded_permuted();
+  Tensor all = Tensor::randn({3, kVocab}, 10, 0, 0, 1.0, DType::F64);
+  Tensor got = gather_vocab_logits(test::local_columns(with_loud_padding(all), layout), layout, nullptr);
+  CHECK(got.shape() == Shape{3, kVocab});
+  test::check_close(got, all, 0.0);
+}

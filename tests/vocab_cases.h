@@ -18,10 +18,11 @@ inline Tensor local_columns(const Tensor& all, const VocabLayout& layout) {
   return Tensor::from_vector(out, {n, vl});
 }
 
-// Local columns [N, Vl] put back in their vocabulary columns of an [N, V] matrix, zeros elsewhere.
+// Local columns [N, Vl] put back in their vocabulary columns of an [N, rows] matrix (padded
+// columns included), zeros elsewhere.
 inline Tensor vocabulary_columns(const Tensor& local, const VocabLayout& layout) {
   const std::vector<int64_t>& ids = layout.global_ids();
-  int64_t n = local.size(0), v = layout.vocab(), vl = layout.local_rows();
+  int64_t n = local.size(0), v = layout.rows(), vl = layout.local_rows();
   std::vector<double> in = local.to_vector<double>(), out(n * v, 0.0);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < vl; ++j) out[i * v + ids[j]] = in[i * vl + j];
@@ -38,24 +39,24 @@ inline Tensor local_table(const Tensor& table, const VocabLayout& layout) {
   return Tensor::from_vector(out, {vl, c});
 }
 
-// Local rows [Vl, C] put back in their vocabulary rows of a [V, C] table, zeros elsewhere.
+// Local rows [Vl, C] put back in their rows of a [rows, C] table, zeros elsewhere.
 inline Tensor vocabulary_table(const Tensor& local, const VocabLayout& layout) {
   const std::vector<int64_t>& ids = layout.global_ids();
   int64_t c = local.size(1), vl = layout.local_rows();
-  std::vector<double> in = local.to_vector<double>(), out(layout.vocab() * c, 0.0);
+  std::vector<double> in = local.to_vector<double>(), out(layout.rows() * c, 0.0);
   for (int64_t r = 0; r < vl; ++r)
     for (int64_t k = 0; k < c; ++k) out[ids[r] * c + k] = in[r * c + k];
-  return Tensor::from_vector(out, {layout.vocab(), c});
+  return Tensor::from_vector(out, {layout.rows(), c});
 }
 
-// [V, Vl]: 1 where local column j holds vocabulary id i. all [N, V] times it gives
+// [rows, Vl]: 1 where local column j holds row i. all [N, rows] times it gives
 // local_columns(all), as a differentiable op.
 inline Tensor selection(const VocabLayout& layout) {
   const std::vector<int64_t>& ids = layout.global_ids();
   int64_t vl = layout.local_rows();
-  std::vector<double> s(layout.vocab() * vl, 0.0);
+  std::vector<double> s(layout.rows() * vl, 0.0);
   for (int64_t j = 0; j < vl; ++j) s[ids[j] * vl + j] = 1.0;
-  return Tensor::from_vector(s, {layout.vocab(), vl});
+  return Tensor::from_vector(s, {layout.rows(), vl});
 }
 
 // A leaf holding a copy of t's values.

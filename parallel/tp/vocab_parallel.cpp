@@ -1,5 +1,6 @@
 #include "parallel/tp/vocab_parallel.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/autograd.h"
@@ -12,15 +13,27 @@
 
 namespace flextp {
 
-VocabLayout::VocabLayout(const std::vector<int64_t>& units, int64_t unit_rows, int64_t vocab)
-    : unit_offset_((vocab + unit_rows - 1) / unit_rows, -1), unit_rows_(unit_rows), vocab_(vocab) {
+VocabLayout::VocabLayout(const std::vector<int64_t>& units, int64_t unit_rows, int64_t vocab, int64_t rows)
+    : unit_rows_(unit_rows), vocab_(vocab), rows_(rows ? rows : vocab) {
+  FLEXTP_CHECK(unit_rows > 0 && vocab > 0 && rows_ >= vocab, "vocabulary layout: ", vocab, " ids in ", rows_,
+               " rows of units of ", unit_rows);
+  unit_offset_.assign((rows_ + unit_rows - 1) / unit_rows, -1);
   for (int64_t u : units) {
     FLEXTP_CHECK(u >= 0 && u < static_cast<int64_t>(unit_offset_.size()), "vocabulary unit ", u,
                  " out of range");
     unit_offset_[u] = local_rows_;
-    int64_t rows = std::min(unit_rows, vocab - u * unit_rows);
-    for (int64_t r = 0; r < rows; ++r) global_ids_.push_back(u * unit_rows + r);
-    local_rows_ += rows;
+    int64_t first = u * unit_rows, n = std::min(unit_rows, rows_ - first);
+    for (int64_t r = 0; r < n; ++r) global_ids_.push_back(first + r);
+    // The unit's real rows, joined to the run before when they follow it.
+    int64_t real = std::clamp<int64_t>(vocab - first, 0, n);
+    if (real == 0) {
+    } else if (!real_runs_.empty() && real_runs_.back() == local_rows_) {
+      real_runs_.back() += static_cast<int32_t>(real);
+    } else {
+      real_runs_.push_back(static_cast<int32_t>(local_rows_));
+      real_runs_.push_back(static_cast<int32_t>(local_rows_ + real));
+    }
+    local_rows_ += n;
   }
 }
 
@@ -52,7 +65,7 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   int64_t n = logits.size(0);
   FLEXTP_CHECK(targets.dtype() == DType::I32 && targets.shape() == Shape{n}, "cross-entropy targets must be i32 [",
                n, "], got ", targets.str());
-  std::vector<int32_t> tg = targets.to_vector<int32_t>(), local(n);
+  std::vector<int32_t> tg = targets.to_vector<int32_t>(), local(n);  // an input: read where it is
   std::vector<double> counted(n);
   int64_t count = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -66,32 +79,25 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   Device dev = logits.device();
   DType dt = logits.dtype();
   Tensor local_target = Tensor::from_vector(local, {n}, dev);
+  Tensor counted_t = Tensor::from_vector(counted, {n}).to(dt).to(dev);
+  const std::vector<int32_t>& rr = layout.real_runs();
+  Tensor runs = Tensor::from_vector(rr, {static_cast<int64_t>(rr.size() / 2), 2}, dev);
   // max over all ranks' columns, then the sums of exp and the target logit over all ranks.
   Tensor row_max = Tensor::empty({n}, dt, dev);
-  FLEXTP_DISPATCH(dev, sharded_ce_row_max, logits, row_max);
+  FLEXTP_DISPATCH(dev, sharded_ce_row_max, logits, runs, row_max);
   if (comm) comm->all_reduce(row_max, ReduceOp::Max);
   Tensor sums = Tensor::empty({2, n}, dt, dev);  // [sum_exp; target_logit]: one all-reduce
   Tensor sum_exp = view_as(slice_rows(sums.detach(), 0, 1), {n});
   Tensor target_logit = view_as(slice_rows(sums.detach(), 1, 1), {n});
-  FLEXTP_DISPATCH(dev, sharded_ce_sums, logits, row_max, local_target, sum_exp, target_logit);
+  FLEXTP_DISPATCH(dev, sharded_ce_sums, logits, runs, row_max, local_target, sum_exp, target_logit);
   if (comm) comm->all_reduce(sums);
-  auto host64 = [](const Tensor& x) { return x.to(Device::cpu()).to(DType::F64).to_vector<double>(); };
-  std::vector<double> m = host64(row_max), s = host64(sum_exp), t = host64(target_logit), lse(n);
-  double total = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    lse[i] = m[i] + std::log(s[i]);
-    if (counted[i] != 0) total += lse[i] - t[i];
-  }
-  Tensor loss = Tensor::from_vector<double>({count ? total / count : 0.0}, {}).to(dt).to(dev);
-  Tensor lse_t = Tensor::from_vector(lse, {n}).to(dt).to(dev);
-  Tensor counted_t = Tensor::from_vector(counted, {n}).to(dt).to(dev);
+  Tensor lse = Tensor::empty({n}, dt, dev), loss = Tensor::empty({}, dt, dev);
+  FLEXTP_DISPATCH(dev, sharded_ce_loss, row_max, sum_exp, target_logit, counted_t, count, lse, loss);
   Tensor ld = logits.detach();
   record("vocab_parallel_cross_entropy", loss, {logits},
-         [ld, local_target, lse_t, counted_t, count](const Tensor& g, const std::vector<bool>&) {
-           double s = count ? g.item() / static_cast<double>(count) : 0.0;
-           Tensor row_scale = scale(counted_t, s);  // g / count on counted rows, 0 on ignored
+         [ld, runs, local_target, lse, counted_t, count](const Tensor& g, const std::vector<bool>&) {
            Tensor d = Tensor::empty(ld.shape(), ld.dtype(), ld.device());
-           FLEXTP_DISPATCH(ld.device(), sharded_ce_backward, ld, local_target, lse_t, row_scale, d);
+           FLEXTP_DISPATCH(ld.device(), sharded_ce_backward, ld, runs, local_target, lse, counted_t, g, count, d);
            return std::vector<Tensor>{d};
          });
   return loss;
@@ -101,10 +107,12 @@ Tensor gather_vocab_logits(const Tensor& logits, const VocabLayout& layout, Comm
   NoGradGuard ng;
   int64_t n = logits.size(0), vl = logits.size(1);
   Tensor host = logits.to(Device::cpu()).to(DType::F64);
-  std::vector<double> in = host.to_vector<double>(), out(n * layout.vocab(), 0.0);
+  int64_t v = layout.vocab();
+  std::vector<double> in = host.to_vector<double>(), out(n * v, 0.0);
   const std::vector<int64_t>& ids = layout.global_ids();
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < vl; ++j) out[i * layout.vocab() + ids[j]] = in[i * vl + j];
+    for (int64_t j = 0; j < vl; ++j)
+      if (ids[j] < v) out[i * v + ids[j]] = in[i * vl + j];
   Tensor all = Tensor::from_vector(out, {n, layout.vocab()});
   if (comm) comm->all_reduce(all);
   return all.to(logits.dtype()).to(logits.device());

@@ -10,6 +10,7 @@
 #include "parallel/tp/tp_ops.h"
 #include "parallel/tp/vocab_parallel.h"
 #include "tests/gradcheck.h"
+#include "tests/mpi/counting_communicator.h"
 #include "tests/mpi/mpi_context.h"
 #include "tests/vocab_cases.h"
 
@@ -110,4 +111,57 @@ TEST_CASE("vocab-parallel embedding and loss tied through one table over the ran
     return vocab_parallel_cross_entropy(matmul(h, w, false, true), targets, layout, &c);
   };
   test::check_gradients_here(tied, {test::leaf_of(Tensor::randn({kVocab, 4}, 8, 0, 0, 1.0, DType::F64))});
+}
+
+namespace {
+// The 23 ids in a table padded to 32 rows: unit 5 holds ids 20-22 and padded row 23, units 6 and
+// 7 only padding. At 4 ranks one rank holds nothing but padding.
+constexpr int64_t kPaddedRows = 32;
+std::vector<int64_t> my_padded_units(int rank, int size) {
+  if (size == 2) return rank == 0 ? std::vector<int64_t>{5, 7, 1} : std::vector<int64_t>{4, 0, 6, 3, 2};
+  if (size == 4) return std::vector<std::vector<int64_t>>{{3, 7}, {5, 0, 4}, {6}, {2, 1}}[rank];
+  std::vector<int64_t> units;
+  for (int64_t u = 7; u >= 0; --u)
+    if ((5 * u + 1) % size == rank) units.push_back(u);
+  return units;
+}
+
+// [N, 32]: all's real columns, then padded ones far above them.
+Tensor with_loud_padding(const Tensor& all) {
+  int64_t n = all.size(0);
+  std::vector<double> in = all.to_vector<double>(), out(n * kPaddedRows);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < kPaddedRows; ++j) out[i * kPaddedRows + j] = j < kVocab ? in[i * kVocab + j] : 30.0 + j;
+  return Tensor::from_vector(out, {n, kPaddedRows});
+}
+}  // namespace
+
+TEST_CASE("vocab-parallel cross-entropy over the ranks with a padded table equals one process; two all-reduces") {
+  Communicator& world = test::world();
+  test::CountingCommunicator c(world);
+  VocabLayout layout(my_padded_units(c.rank(), c.size()), kUnitRows, kVocab, kPaddedRows);
+  Tensor all = Tensor::randn({6, kVocab}, 11, 0, 0, 3.0, DType::F64);
+  Tensor targets = i32({22, -100, 0, 13, 20, 7}, {6});
+  Tensor one = test::leaf_of(all);
+  Tensor expected = cross_entropy(one, targets);
+  expected.backward();
+
+  Tensor mine = test::leaf_of(test::local_columns(with_loud_padding(all), layout));
+  Tensor loss = vocab_parallel_cross_entropy(mine, targets, layout, &c);
+  // The row max, then the sums of exp and the target logits in one buffer: nothing else.
+  CHECK(c.calls == std::map<std::string, int>{{"all_reduce max", 1}, {"all_reduce sum", 1}});
+  CHECK(loss.item() == doctest::Approx(expected.item()).epsilon(1e-12));
+  loss.backward();
+  CHECK(c.calls == std::map<std::string, int>{{"all_reduce max", 1}, {"all_reduce sum", 1}});  // nothing more
+  Tensor gathered = test::vocabulary_columns(mine.grad(), layout);  // [N, 32]
+  world.all_reduce(gathered);
+  std::vector<double> g = gathered.to_vector<double>(), want = one.grad().to_vector<double>();
+  for (int64_t i = 0; i < 6; ++i)
+    for (int64_t j = 0; j < kPaddedRows; ++j) {
+      INFO("row ", i, " column ", j);
+      if (j < kVocab)
+        CHECK(g[i * kPaddedRows + j] == doctest::Approx(want[i * kVocab + j]).epsilon(1e-12));
+      else
+        CHECK(g[i * kPaddedRows + j] == 0.0);
+    }
 }

@@ -23,6 +23,7 @@ inline GPTConfig tiny_config(DType dtype, const std::string& mlp = "gelu") {
   GPTConfig c;
   c.vocab_size = 37;  // 5 vocabulary units of 8, the last one short
   c.vocab_unit = 8;
+  c.vocab_pad = 1;  // unpadded, so that the last unit is short
   c.n_positions = 8;
   c.n_layer = 2;
   c.n_head = 4;
