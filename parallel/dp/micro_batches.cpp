@@ -18,7 +18,7 @@ double accumulate_gradients(const Batch& share, int64_t micro, int64_t global_wi
     bool whole = steps == 1;
     Tensor ids = whole ? share.ids : slice_rows(share.ids, m * per, per);
     Tensor targets = whole ? share.targets : slice_rows(share.targets, m * per, per);
-    Tensor l = loss(ids, targets);
+    Tensor l = loss(ids, targets, m * per);
     // One micro-step of the whole job's windows is today's step: no scaling, bit for bit.
     if (per != global_windows) l = scale(l, static_cast<double>(per) / static_cast<double>(global_windows));
     double value = l.item();

@@ -12,7 +12,9 @@
 
 namespace flextp {
 
-using LossFn = std::function<Tensor(const Tensor& ids, const Tensor& targets)>;
+// The model's mean loss over these windows; `first`: the first one's place in the share (a model
+// with dropout draws other masks for other windows from it).
+using LossFn = std::function<Tensor(const Tensor& ids, const Tensor& targets, int64_t first)>;
 
 // Forward and backward over `share` (this replica's windows) in micro-steps of `micro` windows
 // (0: all at once); `global_windows`: the step's windows over all replicas. Returns the sum of

@@ -73,7 +73,7 @@ TEST_CASE("a grid's windows, micro-steps and gradient sum give one process's los
         std::string what = g.grid.str() + ", partition " + name + ", micro-batch " + std::to_string(micro);
         INFO(what);
         GPT model(c, LocalUnits::of_rank(c, part, g.grid.tp_rank), g.tp_or_null());
-        double local = accumulate_gradients(mine, micro, batch, [&](const Tensor& i, const Tensor& t) {
+        double local = accumulate_gradients(mine, micro, batch, [&](const Tensor& i, const Tensor& t, int64_t) {
           return model.loss(i, t);
         });
         Tensor loss = Tensor::from_vector<double>({local}, {1});
