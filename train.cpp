@@ -31,6 +31,8 @@
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/comm/nccl_communicator.h"
 #include "parallel/comm/rank_agreement.h"
+#include "parallel/dp/grid.h"
+#include "parallel/dp/replica_agreement.h"
 #include "parallel/tp/unit_rows.h"
 
 using namespace flextp;
@@ -118,13 +120,23 @@ void check_vocab(const std::vector<int32_t>& tokens, int64_t vocab, const std::s
                  vocab, " (set --vocab)");
 }
 
-Partition initial_partition(const TrainOptions& o, const GPTConfig& c, int ranks) {
-  std::vector<UnitGroup> groups = unit_groups(c);
-  Partition p = o.tp_weights.empty()
-                    ? Partition::even(groups, ranks)
-                    : Partition::proportional(groups, with_flag("--tp-weights", [&] { return parse_tp_weights(o.tp_weights, ranks); }));
-  for (const std::string& spec : o.tp_assign) with_flag("--tp-assign", [&] { apply_tp_assignment(p, groups, spec); });
-  return p;
+// The partition of every replica: --tp-weights and --tp-assign name the ranks of one
+// tensor-parallel group (the same in every replica).
+Partition initial_partition(const TrainOptions& o, const GPTConfig& c, const Grid& grid) {
+  try {
+    std::vector<UnitGroup> groups = unit_groups(c);
+    Partition p = o.tp_weights.empty()
+                      ? Partition::even(groups, grid.tp)
+                      : Partition::proportional(
+                            groups, with_flag("--tp-weights", [&] { return parse_tp_weights(o.tp_weights, grid.tp); }));
+    for (const std::string& spec : o.tp_assign) with_flag("--tp-assign", [&] { apply_tp_assignment(p, groups, spec); });
+    return p;
+  } catch (const Error& e) {
+    if (grid.dp == 1) throw;
+    throw Error(std::string(e.what()) + " (--tp " + std::to_string(grid.tp) + ": --tp-weights and --tp-assign name the " +
+                std::to_string(grid.tp) + " ranks of one tensor-parallel group, the same in each of the " +
+                std::to_string(grid.dp) + " replicas)");
+  }
 }
 
 // --lambda: a non-negative number or inf.
@@ -139,12 +151,19 @@ double parse_lambda(const std::string& s) {
   FLEXTP_FAIL("--lambda '", s, "' must be a number >= 0 or inf");
 }
 
-// Emulated stragglers (--straggler, --straggler-trace) for this run's ranks.
-SlowdownSchedule slowdown(const TrainOptions& o, int ranks) {
-  std::vector<StragglerSpec> specs;
+// Emulated stragglers (--straggler, --straggler-trace) for this run's ranks. --straggler names a
+// rank of the world; this rank's step clock, which counts ranks in its tensor-parallel group,
+// gets the specs of its group's ranks.
+SlowdownSchedule slowdown(const TrainOptions& o, const Grid& grid) {
+  std::vector<StragglerSpec> specs, in_group;
   for (const std::string& s : o.stragglers) specs.push_back(with_flag("--straggler", [&] { return parse_straggler(s); }));
-  SlowdownSchedule schedule = with_flag("--straggler", [&] { return SlowdownSchedule(specs, ranks); });
+  with_flag("--straggler", [&] { return SlowdownSchedule(specs, grid.world()); });  // ranks of the world
+  for (StragglerSpec s : specs)
+    if (s.rank / grid.tp == grid.dp_rank) s.rank %= grid.tp, in_group.push_back(s);
+  SlowdownSchedule schedule(in_group, grid.tp);
   if (!o.straggler_trace.empty()) {
+    FLEXTP_CHECK(grid.dp == 1, "--straggler-trace with --tp ", grid.tp, " on ", grid.world(),
+                 " ranks: traces do not yet name ranks of several replicas; use --straggler");
     FLEXTP_CHECK(std::ifstream(o.straggler_trace).good(), "cannot open --straggler-trace file ", o.straggler_trace);
     with_flag("--straggler-trace", [&] { schedule.load_trace(o.straggler_trace); });
   }
@@ -153,8 +172,9 @@ SlowdownSchedule slowdown(const TrainOptions& o, int ranks) {
 
 // Times the communication primitives at this model's sizes and picks the cheapest of each.
 CommCostModel communication_model(Communicator& comm, const TrainOptions& o, const GPTConfig& c,
-                                  const UnitCosts& costs, Device device) {
-  double reduce_bytes = 4.0 * o.batch * o.seq_len * c.n_embd;
+                                  const UnitCosts& costs, Device device, int64_t micro_windows) {
+  // The row-parallel reductions carry one micro-step's activations.
+  double reduce_bytes = 4.0 * micro_windows * o.seq_len * c.n_embd;
   double transfer_bytes = costs.bytes.at("h.0.head") * c.n_layer;  // about one head per layer moving
   CommCostModel m;
   if (comm.size() > 1)
@@ -272,15 +292,27 @@ void print_run_header(TrainLog& log, const TrainOptions& o, const GPTConfig& c, 
 // Setting up (data, model, optimizer, checkpoint, balancer), then the loop: a step, its report
 // to the log and the metrics, evaluation and periodic checkpoints; at the end the final save,
 // the export and a sample.
-int run(const TrainOptions& options, const CLI::App& app, Communicator& world, Device device) {
+// `split(color)`: a communicator over the world's ranks of that color, on the world's backend.
+int run(const TrainOptions& options, const CLI::App& app, Communicator& world, Device device,
+        const std::function<std::unique_ptr<Communicator>(int color)>& split) {
   TrainOptions o = options;
   if (!o.load.empty() && !o.eval_only) o.seed = resumed_seed(o, app);
+  // The grid: replicas of tp consecutive ranks. One replica (the default) uses the world as it is.
+  const Grid grid = with_flag("--tp", [&] { return Grid::of(world.size(), world.rank(), static_cast<int>(o.tp)); });
+  std::unique_ptr<Communicator> tp_group, dp_group;
+  if (grid.dp > 1) {
+    tp_group = split(grid.dp_rank);  // in world-rank order: tensor rank tp_rank
+    dp_group = split(grid.tp_rank);  // in world-rank order: replica dp_rank
+  }
+  const int64_t share = with_flag("--batch", [&] { return grid.windows(o.batch).second; });
+  const int64_t micro_windows = share / with_flag("--micro-batch", [&] { return micro_steps(share, o.micro_batch); });
   // Every collective of the run goes through the step clock: it measures compute and waiting,
   // and emulates a slower rank when asked to.
-  StepClock comm(world, slowdown(o, world.size()));
+  StepClock comm(tp_group ? *tp_group : world, slowdown(o, grid));
   comm.set_sync_gpu(device.is_cuda());
   std::unique_ptr<Contention> contended = contention(o, world);
-  const bool lead = comm.rank() == 0;  // rank 0 alone prints and writes files
+  const bool lead = world.rank() == 0;  // rank 0 alone prints and writes files
+  const bool writer = grid.dp_rank == 0;  // replica 0 writes checkpoints and exports (rank 0 the files)
   std::unique_ptr<Tokenizer> tokenizer = tokenizer_from_flags(o);
   const Tokenizer& tok = *tokenizer;
   Corpus corpus = read_corpus(o, tok);
@@ -289,7 +321,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   check_vocab(corpus.val, c.vocab_size, o.val_data.empty() ? "the validation split" : o.val_data);
   if (!o.export_hf.empty()) with_flag("--export-hf", [&] { check_gpt2_exportable(c); });  // before training
 
-  Partition partition = initial_partition(o, c, comm.size());
+  Partition partition = initial_partition(o, c, grid);
   GPT model(c, LocalUnits::of_rank(c, partition, comm.rank()), &comm);
   model.to(device);  // initialised on the host (the same numbers on every device), then moved
   model.set_numerics(numerics_of(matmul_precision_of(o.tf32, o.bf16), o.attention));
@@ -299,30 +331,39 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   int64_t start = 0;
   if (!o.load.empty()) start = load_checkpoint(o.load, model, o.eval_only ? nullptr : opt.get(), &comm).step;
   // Before the first collective that depends on them.
-  check_ranks_agree(comm.untimed(), input_fingerprints(o, app, tok, c, corpus.train, corpus.val, start));
+  check_ranks_agree(world, input_fingerprints(o, app, tok, c, corpus.train, corpus.val, start));
   if (o.eval_only) return evaluate_checkpoint(o, model, corpus, lead);
   if (!o.load.empty() && lead)
     std::printf("resumed %s at step %lld with its seed %llu\n", o.load.c_str(), (long long)start, (unsigned long long)o.seed);
-  FaultHook faults(o.fault_nan_steps, o.fault_kill, o.fault_hang, comm.rank(), comm.size());
+  FaultHook faults(o.fault_nan_steps, o.fault_kill, o.fault_hang, world.rank(), world.size());
   BatchSampler sampler(&corpus.train, o.batch, o.seq_len, o.seed);
   int64_t val_windows = corpus.val.empty() ? 0 : eval_window_count(corpus.val, o, "the validation data");
   TrainLog log(lead, o, device.is_cuda());
   print_run_header(log, o, c, model, corpus, device);
-  if (comm.size() > 1) log.say("tensor parallel: %d ranks over %s; units per rank: %s\n", comm.size(), comm.backend(),
-                               partition.str().c_str());
-  UnitCosts costs = gpt_unit_costs(c, o.batch, o.seq_len, static_cast<int>(opt->slot_names().size()));
-  CommCostModel comm_model = communication_model(comm.untimed(), o, c, costs, device);
+  if (grid.dp > 1)
+    log.say("data x tensor parallel: %d replicas of %d rank(s) over %s (rank %d: %s); %lld windows per replica per "
+            "step in micro-steps of %lld; units per rank of each replica: %s\n",
+            grid.dp, grid.tp, comm.backend(), world.rank(), grid.str().c_str(), (long long)share,
+            (long long)micro_windows, partition.str().c_str());
+  else if (comm.size() > 1)
+    log.say("tensor parallel: %d ranks over %s; units per rank: %s\n", comm.size(), comm.backend(),
+            partition.str().c_str());
+  if (grid.dp == 1 && micro_windows < share)
+    log.say("micro-batches: %lld windows each, %lld per step\n", (long long)micro_windows, (long long)share);
+  UnitCosts costs = gpt_unit_costs(c, share, o.seq_len, static_cast<int>(opt->slot_names().size()));
+  CommCostModel comm_model = communication_model(comm.untimed(), o, c, costs, device, micro_windows);
+  if (dp_group) share_comm_model(*dp_group, comm_model);  // the replicas' balancers must decide alike
   comm.set_reduce_method(comm_model.reduce);
   if (comm.size() > 1) log.say("communication (fitted on this communicator):\n%s", comm_model.table().c_str());
   Balancer balancer(comm.untimed(), unit_groups(c), partition, costs, comm_model, balance_options(o));
-  Watchdog watchdog(comm.size() > 1 ? o.rank_timeout : 0, comm.rank());
+  Watchdog watchdog(world.size() > 1 ? o.rank_timeout : 0, world.rank());
   // Rank 0 writes files while the other ranks wait for it, for as long as the disk takes: the
   // watchdog is off on every rank, and the ranks leave together so that none waits in the next
   // step's collectives with its watchdog on. (A killed rank still ends the job through mpirun.)
   auto unwatched = [&](const auto& work) {
     watchdog.pause();
     work();
-    comm.untimed().barrier();
+    world.barrier();
     watchdog.resume();
   };
   TrainState state{start, o.seed, {{"tokenizer", tok.name()}}};
@@ -330,7 +371,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
     state.step = step;
     unwatched([&] {
       try {
-        save_checkpoint(path, model, opt.get(), state, &comm);
+        if (writer) save_checkpoint(path, model, opt.get(), state, &comm);
       } catch (const Error& e) {  // a full disk: files are replaced by rename, so the old ones stand
         FLEXTP_FAIL("cannot save checkpoint ", path, " (step ", step, "): ", e.what(),
                     "; the files of any earlier save are untouched");
@@ -338,13 +379,14 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
     });
     log.say("saved %s (step %lld)\n", path.c_str(), (long long)step);
   };
-  Trainer trainer(o, model, *opt, comm, balancer, watchdog, sampler, faults, [&](const StepReport& r) { log.skipped(r); });
+  Trainer trainer(o, model, *opt, comm, balancer, watchdog, sampler, faults, [&](const StepReport& r) { log.skipped(r); },
+                  {grid, dp_group.get(), static_cast<int64_t>(o.dp_bucket_mb * (1 << 20))});
 
   for (int64_t step = start; step < o.steps; ++step) {
     StepReport r = trainer.step(step);
     log.step(r);
     if (val_windows && ((o.eval_every && r.step % o.eval_every == 0) || r.last)) {
-      r.val_loss = evaluate(model, corpus.val, o.seq_len, val_windows, o.batch, [&] { watchdog.beat(r.step); });
+      r.val_loss = evaluate(model, corpus.val, o.seq_len, val_windows, micro_windows, [&] { watchdog.beat(r.step); });
       log.validation(r);
     }
     log.metrics(r);
@@ -359,7 +401,9 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   watchdog.beat(o.steps + 1);
   if (!o.save.empty()) save(o.save, std::max(start, o.steps));
   if (!o.export_hf.empty()) {
-    unwatched([&] { with_flag("--export-hf", [&] { export_hf(o.export_hf, model, &comm); }); });
+    unwatched([&] {
+      if (writer) with_flag("--export-hf", [&] { export_hf(o.export_hf, model, &comm); });
+    });
     log.say("exported %s/config.json and %s/model.safetensors (transformers: GPT2LMHeadModel.from_pretrained)\n",
             o.export_hf.c_str(), o.export_hf.c_str());
   }
@@ -375,7 +419,8 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Under mpirun (or srun) each process is one tensor-parallel rank; alone, no launcher is needed.
+  // Under mpirun (or srun) each process is one tensor-parallel rank of one replica (--tp); alone,
+  // no launcher is needed.
   std::unique_ptr<MpiRuntime> mpi;
   if (launched_by_mpi()) mpi = std::make_unique<MpiRuntime>(&argc, &argv);
   CLI::App app{"flextp train: a GPT trained by flextp's own tensor and autograd engine"};
@@ -401,7 +446,12 @@ int main(int argc, char** argv) {
       comm = make_nccl_communicator(device.index);
     else
       comm = mpi ? make_mpi_communicator() : make_single_process_communicator();
-    return run(o, app, *comm, device);
+    // The groups of a data x tensor parallel grid, on the same backend: NCCL inside groups and
+    // across them on GPUs.
+    auto split = [&](int color) -> std::unique_ptr<Communicator> {
+      return nccl ? make_nccl_communicator(device.index, color) : make_mpi_communicator(color);
+    };
+    return run(o, app, *comm, device, split);
   } catch (const std::exception& e) {
     std::fflush(stdout);  // the log lines before the error come first
     if (comm && comm->size() > 1)

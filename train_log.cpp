@@ -78,6 +78,11 @@ void TrainLog::metrics(const StepReport& r) {
     line["ideal_ms"] = r.balance.plan.ideal_ms;
     line["moved_bytes"] = r.balance.moved.bytes_sent;
   }
+  if (r.grid.dp > 1) {  // a data x tensor parallel grid: its shape, this rank's place, the gradient sum
+    line["grid"] = {{"tp", r.grid.tp}, {"dp", r.grid.dp}, {"tp_rank", r.grid.tp_rank}, {"replica", r.grid.dp_rank}};
+    line["dp_sync_bytes"] = r.dp_sync.bytes;
+    line["dp_sync_buckets"] = r.dp_sync.buckets;
+  }
   if (r.val_loss) line["val_loss"] = *r.val_loss;
   metrics_ << line.dump() << "\n" << std::flush;
 }

@@ -69,7 +69,7 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--data", o.data, "training text file or llm.c shard (glob); default: fortunes");
   app.add_option("--val-data", o.val_data, "validation data (default: the last --val-fraction)");
   app.add_option("--val-fraction", o.val_fraction, "share of --data held out")->check(CLI::Range(0.0, 0.9));
-  app.add_option("--batch", o.batch, "windows per step")->check(positive);
+  app.add_option("--batch", o.batch, "windows per optimizer step, over all replicas")->check(positive);
   app.add_option("--steps", o.steps, "total optimizer steps")->check(non_negative);
   app.add_option("--lr", o.lr, "peak learning rate")->check(CLI::PositiveNumber);
   app.add_option("--min-lr", o.min_lr, "final learning rate of the cosine")->check(non_negative);
@@ -117,6 +117,14 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->delimiter(',');
   app.add_option("--fault-kill", o.fault_kill, "testing: RANK:STEP, that rank kills itself mid-step");
   app.add_option("--fault-hang", o.fault_hang, "testing: RANK:STEP, that rank stops mid-step (alive, silent)");
+  app.add_option("--tp", o.tp, "ranks per tensor-parallel group (consecutive ranks; default all): the rest is data parallel")
+      ->check(positive);
+  app.add_option("--micro-batch", o.micro_batch,
+                 "windows per forward/backward; a replica accumulates its share of --batch in micro-steps (default: "
+                 "its whole share)")
+      ->check(positive);
+  app.add_option("--dp-bucket-mb", o.dp_bucket_mb, "data-parallel gradient all-reduces in buckets of about this many MB")
+      ->check(CLI::PositiveNumber);
   app.add_option("--tp-weights", o.tp_weights, "units per rank in proportion, e.g. 3,1 (default: even)");
   app.add_option("--tp-assign", o.tp_assign, "explicit units per rank: KIND[@LAYER]=UNITS|UNITS..., repeatable");
   app.add_option("--straggler", o.stragglers, "slow a rank: RANK:FACTOR[:FROM[:TO]], repeatable");

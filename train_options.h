@@ -51,6 +51,9 @@ struct TrainOptions {
   std::vector<int64_t> fault_nan_steps;  // testing: poison the loss at these steps (1-based)
   std::string fault_kill;                // testing: RANK:STEP kills that rank in the middle of the step
   std::string fault_hang;                // testing: RANK:STEP stops that rank there (alive, silent)
+  // the process grid: tp ranks per tensor-parallel group (0: all), the rest data parallel
+  int64_t tp = 0, micro_batch = 0;  // micro_batch 0: a replica's whole share at once
+  double dp_bucket_mb = 25;         // data-parallel gradient buckets, MB
   // tensor parallelism and balancing
   std::string tp_weights, straggler_trace, comm = "auto", impute = "zero";
   std::vector<std::string> tp_assign, stragglers, contend;

@@ -4,14 +4,32 @@
 
 #include "bench/timer.h"
 #include "optim/clip.h"
+#include "parallel/dp/micro_batches.h"
+#include "parallel/dp/replica_agreement.h"
 
 namespace flextp {
 
 Trainer::Trainer(const TrainOptions& o, GPT& model, Optimizer& opt, StepClock& clock, Balancer& balancer,
-                 Watchdog& watchdog, BatchSampler sampler, FaultHook faults, std::function<void(const StepReport&)> on_skip)
+                 Watchdog& watchdog, BatchSampler sampler, FaultHook faults, std::function<void(const StepReport&)> on_skip,
+                 Replicas replicas)
     : o_(o), model_(model), params_(model.parameters()), opt_(opt), clock_(clock), balancer_(balancer),
       watchdog_(watchdog), faults_(std::move(faults)), sampler_(std::move(sampler)),
-      schedule_{o.lr, o.min_lr, o.warmup, o.steps}, on_skip_(std::move(on_skip)) {}
+      schedule_{o.lr, o.min_lr, o.warmup, o.steps}, on_skip_(std::move(on_skip)), replicas_(replicas) {
+  FLEXTP_CHECK(replicas_.grid.dp == (replicas_.comm ? replicas_.comm->size() : 1), "a grid of ", replicas_.grid.dp,
+               " replicas needs a data-parallel group of as many ranks");
+  // Both checked before the first step: a bad share stops the run at once.
+  micro_steps(replicas_.grid.windows(o.batch).second, o.micro_batch);
+  if (several_replicas())
+    sync_ = std::make_unique<GradientSync>(*replicas_.comm, replicas_.bucket_bytes,
+                                           [this](const std::function<void()>& f) { clock_.timed(f); });
+}
+
+double Trainer::sum_over_replicas(double local) {
+  if (!several_replicas()) return local;
+  Tensor t = Tensor::from_vector<double>({local}, {1});
+  clock_.timed([&] { replicas_.comm->all_reduce(t, ReduceOp::Sum); });
+  return t.item();
+}
 
 StepReport Trainer::step(int64_t step) {
   double t0 = bench::now_ms();
@@ -20,12 +38,28 @@ StepReport Trainer::step(int64_t step) {
   watchdog_.beat(step + 1);
   StepReport r;
   r.step = step + 1, r.last = r.step == o_.steps, r.lr = schedule_.at(step);
-  Batch b = sampler_.at_step(step);
-  Tensor loss = model_.loss(b.ids, b.targets);
-  r.loss = faults_.after_forward(r.step, loss.item());
+  r.grid = replicas_.grid;
+  auto [first, count] = replicas_.grid.windows(o_.batch);
+  Batch b = sampler_.at_step(step, first, count);
+  // The mean over the step's windows: each micro-step's loss is scaled by its share of them, and
+  // the replicas' parts are summed (the gradients in sync_->sum below).
+  // Dropout draws its masks from the step number: each run of windows after the step's first
+  // draws its own (a function of its first window), so micro-steps and replicas do not repeat
+  // the masks of the step's first windows.
+  double mine = accumulate_gradients(b, o_.micro_batch, o_.batch, [&](const Tensor& ids, const Tensor& targets, int64_t at) {
+    uint64_t window = static_cast<uint64_t>(first + at);
+    model_.set_step(static_cast<uint64_t>(step) + (window << 40));
+    return model_.loss(ids, targets);
+  });
+  r.loss = faults_.after_forward(r.step, sum_over_replicas(mine));
   // Every rank sees the same loss and norm (both are reduced), so all skip a bad step together.
+  // After the data-parallel sum every replica holds the whole gradient, so clipping's norm,
+  // reduced over the tensor-parallel group, is the global one.
   if (std::isfinite(r.loss)) {
-    loss.backward();
+    if (sync_) {
+      sync_->sum(params_);
+      r.dp_sync = sync_->stats();
+    }
     r.grad_norm = clip_grad_norm(params_, o_.grad_clip, &clock_);
   }
   r.skipped = !std::isfinite(r.grad_norm);
@@ -44,7 +78,17 @@ StepReport Trainer::step(int64_t step) {
                "); lower --lr or raise --grad-clip. The last good checkpoint is untouched",
                o_.save.empty() ? std::string(" (none was saved: no --save)") : ": see --save " + o_.save + " and its -step files");
   clock_.end_segment();
-  r.balance = balancer_.after_step(clock_.compute_ms(), clock_.wait_ms(), params_, opt_.slot_names());
+  double compute_ms = clock_.compute_ms(), wait_ms = clock_.wait_ms();
+  if (several_replicas()) {
+    // One decision for every replica: each tensor-parallel slot is as slow as its slowest replica
+    // (the gradient sum waits for it anyway), so all balancers see the same table and keep the
+    // same partition, which the slot-by-slot gradient sum needs (checked below).
+    Tensor times = Tensor::from_vector<double>({compute_ms, wait_ms}, {2});
+    replicas_.comm->all_reduce(times, ReduceOp::Max);
+    compute_ms = times.to_vector<double>()[0], wait_ms = times.to_vector<double>()[1];
+  }
+  r.balance = balancer_.after_step(compute_ms, wait_ms, params_, opt_.slot_names());
+  if (several_replicas()) check_replicas_agree(*replicas_.comm, balancer_.partition(), params_);
   r.ms = bench::now_ms() - t0;
   r.tokens_per_s = static_cast<double>(o_.batch * o_.seq_len) / (r.ms / 1000.0);
   if (clock_.size() > 1) {

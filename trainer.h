@@ -1,10 +1,12 @@
 #pragma once
-// One training step, the whole of it: forward, the fault hook, backward, clipping and the
-// optimizer (or, when the loss or the gradient is not finite, a skipped step), then the balancer
-// between steps. step() returns what happened as a StepReport; train.cpp's loop hands it to the
+// One training step, the whole of it: this replica's windows of the step in micro-steps (forward
+// and backward each), the fault hook, the data-parallel gradient sum, clipping and the optimizer
+// (or, when the loss or the gradient is not finite, a skipped step), then the balancer between
+// steps. step() returns what happened as a StepReport; train.cpp's loop hands it to the
 // console, the metrics file and the checkpoints, which read nothing else.
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +19,8 @@
 #include "optim/schedule.h"
 #include "parallel/balance/balancer.h"
 #include "parallel/balance/step_clock.h"
+#include "parallel/dp/gradient_sync.h"
+#include "parallel/dp/grid.h"
 
 namespace flextp {
 
@@ -33,6 +37,16 @@ struct StepReport {
   std::vector<RankRow> ranks;
   std::string partition_text;
   std::optional<double> val_loss;  // set by the loop on the steps it evaluates
+  Grid grid;                       // the process grid, and this rank's place in it
+  GradientSyncStats dp_sync;       // the data-parallel gradient sum of this step
+};
+
+// This rank's replica in a data x tensor parallel grid (parallel/dp/grid.h). By default one
+// replica: the whole batch, no data-parallel sum.
+struct Replicas {
+  Grid grid;
+  Communicator* comm = nullptr;  // the data-parallel group of this rank's slot (null: one replica)
+  int64_t bucket_bytes = 25 << 20;
 };
 
 class Trainer {
@@ -40,7 +54,8 @@ class Trainer {
   // `on_skip` hears of a skipped step before too many in a row stop the run (its warning
   // comes before the error).
   Trainer(const TrainOptions& o, GPT& model, Optimizer& opt, StepClock& clock, Balancer& balancer,
-          Watchdog& watchdog, BatchSampler sampler, FaultHook faults, std::function<void(const StepReport&)> on_skip);
+          Watchdog& watchdog, BatchSampler sampler, FaultHook faults, std::function<void(const StepReport&)> on_skip,
+          Replicas replicas = {});
   // Global step `step`, counted from 0 (a resumed run starts at its checkpoint's step).
   StepReport step(int64_t step);
 
@@ -57,6 +72,11 @@ class Trainer {
   CosineSchedule schedule_;
   std::function<void(const StepReport&)> on_skip_;
   int64_t bad_in_row_ = 0, bad_total_ = 0;
+  Replicas replicas_;
+  std::unique_ptr<GradientSync> sync_;  // with several replicas
+
+  bool several_replicas() const { return replicas_.comm && replicas_.comm->size() > 1; }
+  double sum_over_replicas(double local);
 };
 
 }  // namespace flextp

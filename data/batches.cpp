@@ -22,18 +22,23 @@ BatchSampler::BatchSampler(const std::vector<int32_t>* tokens, int64_t batch, in
                " tokens, fewer than seq_len + 1 = ", seq_len + 1, ": use more data or a shorter sequence");
 }
 
-Batch BatchSampler::at_step(int64_t step) const {
-  std::vector<int32_t> ids(batch_ * seq_len_), targets(batch_ * seq_len_);
+Batch BatchSampler::at_step(int64_t step) const { return at_step(step, 0, batch_); }
+
+Batch BatchSampler::at_step(int64_t step, int64_t first, int64_t count) const {
+  FLEXTP_CHECK(first >= 0 && count > 0 && first + count <= batch_, "windows [", first, ", ", first + count,
+               ") of a step of ", batch_);
+  std::vector<int32_t> ids(count * seq_len_), targets(count * seq_len_);
   uint64_t starts = tokens_->size() - seq_len_;  // valid window starts: [0, starts)
-  for (int64_t b = 0; b < batch_; ++b) {
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t b = first + i;
     rng::Philox4 r = rng::philox(static_cast<uint64_t>(step) * batch_ + b, 0x5EED, seed_);
     uint64_t start = ((static_cast<uint64_t>(r.v[1]) << 32) | r.v[0]) % starts;
     for (int64_t t = 0; t < seq_len_; ++t) {
-      ids[b * seq_len_ + t] = (*tokens_)[start + t];
-      targets[b * seq_len_ + t] = (*tokens_)[start + t + 1];
+      ids[i * seq_len_ + t] = (*tokens_)[start + t];
+      targets[i * seq_len_ + t] = (*tokens_)[start + t + 1];
     }
   }
-  return {Tensor::from_vector(ids, {batch_, seq_len_}), Tensor::from_vector(targets, {batch_, seq_len_})};
+  return {Tensor::from_vector(ids, {count, seq_len_}), Tensor::from_vector(targets, {count, seq_len_})};
 }
 
 int64_t eval_windows(const std::vector<int32_t>& tokens, int64_t seq_len) {

@@ -2,7 +2,9 @@
 // Batches of (ids, targets) windows from a token stream.
 //  - Training: B random windows of T + 1 tokens per step. Window starts come from the
 //    counter-based generator at (seed, step, b), so a step's batch depends on nothing but the
-//    step number: resuming at step s continues exactly, with no loader state to save.
+//    step number: resuming at step s continues exactly, with no loader state to save. Window b
+//    of a step is the same whoever draws it, so data-parallel replicas each draw their own run
+//    of the step's windows (at_step(step, first, count)) and together compute the same batch.
 //  - Evaluation: windows in order without overlap from the stream's start; window w has inputs
 //    tokens[w T, w T + T) and targets tokens[w T + 1, w T + T + 1).
 #include <cstdint>
@@ -26,6 +28,8 @@ class BatchSampler {
   BatchSampler(const std::vector<int32_t>* tokens, int64_t batch, int64_t seq_len, uint64_t seed,
                const char* what = "training data");
   Batch at_step(int64_t step) const;
+  // Windows [first, first + count) of step `step`'s batch: rows first.. of at_step(step).
+  Batch at_step(int64_t step, int64_t first, int64_t count) const;
 
  private:
   const std::vector<int32_t>* tokens_;

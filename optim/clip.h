@@ -1,6 +1,8 @@
 #pragma once
 // Global gradient-norm clipping. Under tensor parallelism the norm counts every unit once:
-// split parameters' squares are summed over ranks, replicated ones taken once.
+// split parameters' squares are summed over ranks, replicated ones taken once. With data
+// parallelism (parallel/dp/gradient_sync.h) the replicas' gradients are summed first, so every
+// replica holds the whole gradient and `comm`, its tensor-parallel group, gives the global norm.
 #include <vector>
 
 #include "core/parameter.h"

@@ -70,6 +70,22 @@ TEST_CASE("training batches are deterministic per step and shifted by one") {
   CHECK(BatchSampler(&tokens, 4, 16, 8).at_step(3).ids.to_vector<int32_t>() != ids);
 }
 
+TEST_CASE("a replica's run of a step's windows is those rows of the whole step's batch") {
+  std::vector<int32_t> tokens(1000);
+  for (int i = 0; i < 1000; ++i) tokens[i] = (i * 7) % 251;
+  BatchSampler s(&tokens, 6, 16, 7);
+  Batch whole = s.at_step(5);
+  std::vector<int32_t> ids = whole.ids.to_vector<int32_t>(), tg = whole.targets.to_vector<int32_t>();
+  for (auto [first, count] : {std::pair<int64_t, int64_t>{0, 6}, {0, 2}, {2, 2}, {4, 2}, {3, 3}, {5, 1}}) {
+    INFO("windows ", first, " + ", count);
+    Batch part = s.at_step(5, first, count);
+    CHECK(part.ids.shape() == Shape{count, 16});
+    CHECK(part.ids.to_vector<int32_t>() == std::vector<int32_t>(ids.begin() + first * 16, ids.begin() + (first + count) * 16));
+    CHECK(part.targets.to_vector<int32_t>() == std::vector<int32_t>(tg.begin() + first * 16, tg.begin() + (first + count) * 16));
+  }
+  CHECK_THROWS_WITH_AS(s.at_step(5, 4, 3), doctest::Contains("windows [4, 7) of a step of 6"), Error);
+}
+
 TEST_CASE("evaluation windows are in order without overlap") {
   std::vector<int32_t> tokens(50);
   for (int i = 0; i < 50; ++i) tokens[i] = i;

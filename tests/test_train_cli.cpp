@@ -119,6 +119,11 @@ TEST_CASE("bad flags, files and configurations end with a clear message and stat
   fails_with("--attention cudnn --data " + data, "--attention cudnn needs --device cuda");
   fails_with("--bf16 --data " + data, "--bf16 needs --device cuda");
   fails_with("--bf16 --tf32 --data " + data, "--bf16 and --tf32 exclude each other");
+  fails_with("--tp 2 --data " + data, "--tp: a tensor-parallel group of 2 ranks needs at least 2 ranks; this run has 1");
+  fails_with("--tp 0", "--tp");
+  fails_with("--batch 8 --micro-batch 3 --data " + data, "--micro-batch: a micro-batch of 3 windows does not divide");
+  fails_with("--batch 2 --micro-batch 4 --data " + data, "--micro-batch: a micro-batch of 4 windows does not divide");
+  fails_with("--dp-bucket-mb 0", "--dp-bucket-mb");
   if (!test::gpu_present()) {  // without a GPU (or CUDA) the flag says why it cannot be honoured
     fails_with("--device cuda --data " + data, "--device cuda: ");
     fails_with("--device cuda:1 --data " + data, "--device cuda:1: ");
@@ -187,7 +192,62 @@ TEST_CASE("under mpirun, a bad partition stops every rank with a clear message, 
   fails_with("--contend 1", "RANK:THREADS");
 }
 
+TEST_CASE("under mpirun, a grid that does not fit its ranks stops with a clear message") {
+  test::TempDir dir("gridcli");
+  std::string data = corpus(dir);
+  auto fails_with = [&](const std::string& args, const std::string& message) {
+    std::string cmd = "timeout 120 " + std::string(FLEXTP_MPIRUN) + " -np 4 -x OMP_NUM_THREADS=1 " +
+                      FLEXTP_TRAIN_BINARY + " " + kTiny + " " + args + " --data " + data + " --steps 1";
+    Run r = test::run_command(cmd);
+    INFO(cmd, "\n", r.output);
+    CHECK(r.status > 0);
+    CHECK(r.status != 124);  // not the timeout
+    CHECK(r.output.find(message) != std::string::npos);
+  };
+  fails_with("--tp 3", "--tp: a tensor-parallel group of 3 ranks does not divide the 4 ranks of this run into replicas");
+  fails_with("--tp 1", "--batch: a batch of 2 windows does not split evenly over 4 replicas");  // kTiny's batch
+  fails_with("--tp 2 --tp-assign 'head=0|1|'",
+             "(--tp 2: --tp-weights and --tp-assign name the 2 ranks of one tensor-parallel group");
+}
+
 using test::read_metrics;
+
+TEST_CASE("micro-steps and data x tensor parallel grids follow one process's curve") {
+  test::TempDir dir("grid");
+  std::string data = corpus(dir);
+  std::string model = "--n-layer 1 --n-head 2 --n-embd 16 --mlp-unit 16 --seq-len 16 --batch 8 --steps 6 --warmup 2 "
+                      "--log-every 100 --eval-every 0 --eval-batches 1 --data " + data;
+  auto run = [&](const std::string& launcher, const std::string& args, const std::string& name) {
+    std::string metrics = dir.file(name + ".jsonl");
+    Run r = test::run_command("timeout 300 " + launcher + FLEXTP_TRAIN_BINARY + " " + model + " " + args + " --metrics " + metrics);
+    INFO(launcher, args, "\n", r.output);
+    REQUIRE(r.status == 0);
+    std::vector<nlohmann::json> rows = read_metrics(metrics);
+    REQUIRE(rows.size() == 6);
+    return rows;
+  };
+  std::vector<nlohmann::json> one = run("", "", "one");
+  // The same windows in micro-steps of 2: the same mean, summed in another order.
+  std::vector<nlohmann::json> micro = run("", "--micro-batch 2", "micro");
+  for (size_t s = 0; s < one.size(); ++s) {
+    INFO("step ", s + 1);
+    CHECK(micro[s]["loss"].get<double>() == doctest::Approx(one[s]["loss"].get<double>()).epsilon(1e-5));
+    CHECK(micro[s]["grad_norm"].get<double>() == doctest::Approx(one[s]["grad_norm"].get<double>()).epsilon(1e-4));
+  }
+  // 2 replicas of 2 ranks, uneven units, micro-steps of 2, and a straggler the balancer may move
+  // units away from (in both replicas alike); then 4 replicas of one rank.
+  std::string mpirun = std::string(FLEXTP_MPIRUN) + " -np 4 -x OMP_NUM_THREADS=1 ";
+  std::vector<nlohmann::json> grid =
+      run(mpirun, "--tp 2 --tp-weights 3,1 --micro-batch 2 --balance migrate --straggler 1:4:2", "grid");
+  std::vector<nlohmann::json> data_parallel = run(mpirun, "--tp 1", "data_parallel");
+  for (size_t s = 0; s < one.size(); ++s) {
+    INFO("step ", s + 1);
+    CHECK(std::abs(grid[s]["loss"].get<double>() - one[s]["loss"].get<double>()) < 1e-4);
+    CHECK(std::abs(data_parallel[s]["loss"].get<double>() - one[s]["loss"].get<double>()) < 1e-4);
+    CHECK(grid[s]["grid"]["dp"] == 2);
+    CHECK(data_parallel[s]["grid"]["tp"] == 1);
+  }
+}
 
 namespace {
 // Step by step, the losses of `got` equal those of `want` within a relative epsilon.
@@ -302,6 +362,30 @@ TEST_CASE("a straggler with --balance migrate: units move to the fast ranks, los
     for (double u : last[0]["units"]) fast_units += u;
     CHECK(slow_units < fast_units);
   }
+}
+
+TEST_CASE("a straggler in one replica of a 2 x 2 grid: every replica moves the same units, losses do not change" * doctest::test_suite("timing")) {
+  test::TempDir dir("gridhetero");
+  std::string data = corpus(dir);
+  std::string base = "timeout 300 " + std::string(FLEXTP_MPIRUN) + " -np 4 -x OMP_NUM_THREADS=1 " + FLEXTP_TRAIN_BINARY +
+                     " --n-layer 2 --n-head 4 --n-embd 64 --seq-len 32 --batch 8 --steps 12 --eval-every 0"
+                     " --eval-batches 1 --log-every 100 --tp 2 --data " + data;
+  std::string plain = dir.file("plain.jsonl"), moved = dir.file("moved.jsonl");
+  REQUIRE(std::system((base + " --metrics " + plain + " > /dev/null 2>&1").c_str()) == 0);
+  // World rank 1: tensor rank 1 of replica 0 alone is slow. Replica 1's balancer must still take
+  // the same decision (or the run stops: the partitions would differ).
+  Run r = test::run_command(base + " --straggler 1:4:3 --balance migrate --metrics " + moved);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  std::vector<nlohmann::json> a = read_metrics(plain), b = read_metrics(moved);
+  REQUIRE(a.size() == 12);
+  REQUIRE(b.size() == 12);
+  bool migrated = false;
+  for (size_t s = 0; s < a.size(); ++s) {
+    CHECK(std::abs(a[s]["loss"].get<double>() - b[s]["loss"].get<double>()) < 1e-4);
+    migrated = migrated || b[s]["plan"] == "migrate";
+  }
+  CHECK(migrated);
 }
 
 TEST_CASE("a straggler with --balance resize or hybrid: the slow rank skips units from the next step on" * doctest::test_suite("timing")) {

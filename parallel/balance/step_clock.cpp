@@ -46,6 +46,8 @@ void StepClock::collective(F&& f) {
   segment_start_ = end;
 }
 
+void StepClock::timed(const std::function<void()>& collective_call) { collective(collective_call); }
+
 void StepClock::all_reduce(Tensor& t, ReduceOp op) {
   collective([&] {
     if (op == ReduceOp::Sum)

@@ -3,6 +3,7 @@
 // rank's step into compute and wait time (what the monitor measures), stretches compute by the
 // emulated slowdown of the step, and does sum-all-reduces the way the cost model chose.
 #include <cstdint>
+#include <functional>
 
 #include "parallel/balance/slowdown.h"
 #include "parallel/comm/communicator.h"
@@ -35,6 +36,8 @@ class StepClock : public Communicator {
   double compute_ms() const { return compute_ms_; }
   double wait_ms() const { return wait_ms_; }
   double factor() const { return factor_; }
+  // A collective on another communicator (a data-parallel group's), timed like this one's.
+  void timed(const std::function<void()>& collective_call);
   // Bookkeeping collectives (the monitor's own all-gather) that must not count as waiting.
   Communicator& untimed() { return inner_; }
   void set_reduce_method(ReduceMethod m) { reduce_ = m; }

@@ -43,13 +43,15 @@ struct Staged {
 
 class NcclCommunicator : public Communicator {
  public:
-  explicit NcclCommunicator(int device) : device_(device) {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  // Over the MPI communicator `group` (MPI_COMM_WORLD, or one group of it): its rank 0 makes the
+  // unique id and broadcasts it over the group, so that each group gets a communicator of its own.
+  NcclCommunicator(int device, MPI_Comm group) : device_(device) {
+    MPI_Comm_rank(group, &rank_);
+    MPI_Comm_size(group, &size_);
     FLEXTP_CUDA_CHECK(cudaSetDevice(device_));
     ncclUniqueId id;
     if (rank_ == 0) FLEXTP_NCCL(ncclGetUniqueId(&id));
-    FLEXTP_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD) == MPI_SUCCESS,
+    FLEXTP_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, group) == MPI_SUCCESS,
                  "broadcasting the NCCL unique id over MPI failed");
     FLEXTP_NCCL(ncclCommInitRank(&comm_, size_, id, rank_));
     stream_ = cuda::stream();
@@ -129,7 +131,20 @@ class NcclCommunicator : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_nccl_communicator(int device) {
-  return std::make_unique<NcclCommunicator>(device);
+  return std::make_unique<NcclCommunicator>(device, MPI_COMM_WORLD);
+}
+
+std::unique_ptr<Communicator> make_nccl_communicator(int device, int color) {
+  FLEXTP_CHECK(color >= 0, "make_nccl_communicator: color ", color, " must be >= 0");
+  MPI_Comm group;
+  FLEXTP_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, 0, &group) == MPI_SUCCESS,
+               "splitting the MPI world into NCCL groups failed");
+  // The MPI group only carries the unique id: NCCL keeps no reference to it.
+  struct Free {
+    MPI_Comm* c;
+    ~Free() { MPI_Comm_free(c); }
+  } free_group{&group};
+  return std::make_unique<NcclCommunicator>(device, group);
 }
 
 }  // namespace flextp

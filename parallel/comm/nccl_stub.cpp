@@ -9,4 +9,6 @@ std::unique_ptr<Communicator> make_nccl_communicator(int) {
   FLEXTP_FAIL("this flextp build has no NCCL backend: it needs CUDA and MPI (cmake -DFLEXTP_CUDA=ON, with MPI installed)");
 }
 
+std::unique_ptr<Communicator> make_nccl_communicator(int device, int) { return make_nccl_communicator(device); }
+
 }  // namespace flextp

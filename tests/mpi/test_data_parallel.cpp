@@ -1,0 +1,137 @@
+// Data x tensor parallelism equals the single process: every grid of the world's ranks (tp ranks
+// per replica, world / tp replicas), every partition, with and without micro-steps, gives the
+// loss and every gradient (and the clipping norm) of one process on the whole batch, in f64.
+#include <doctest/doctest.h>
+
+#include <memory>
+
+#include "core/autograd.h"
+#include "core/ops/shape_ops.h"
+#include "optim/clip.h"
+#include "parallel/dp/gradient_sync.h"
+#include "parallel/dp/grid.h"
+#include "parallel/dp/micro_batches.h"
+#include "parallel/dp/replica_agreement.h"
+#include "parallel/tp/unit_gather.h"
+#include "tests/mpi/counting_communicator.h"
+#include "tests/mpi/mpi_context.h"
+#include "tests/mpi/tiny_gpt.h"
+
+using namespace flextp;
+
+namespace {
+
+using test::check_same_tensor;
+using test::relative;
+using test::tokens;
+
+// This rank's place in a grid of `tp` ranks per replica, with its two communicators.
+struct GridComms {
+  Grid grid;
+  std::unique_ptr<Communicator> tp, dp;  // the ranks of its replica; its slot's ranks over replicas
+  Communicator* tp_or_null() { return grid.tp == 1 ? nullptr : tp.get(); }
+};
+GridComms grid_of(int tp) {
+  Communicator& world = test::world();
+  Grid g = Grid::of(world.size(), world.rank(), tp);
+  GridComms out{g, make_mpi_communicator(g.dp_rank), nullptr};
+  out.dp = make_mpi_communicator(g.tp_rank);
+  REQUIRE(out.tp->size() == g.tp);
+  REQUIRE(out.tp->rank() == g.tp_rank);
+  REQUIRE(out.dp->size() == g.dp);
+  REQUIRE(out.dp->rank() == g.dp_rank);
+  return out;
+}
+
+// Every grid of the world: one group of all ranks, pure data parallelism, and 2 x (n / 2).
+std::vector<int> grids(int n) {
+  std::vector<int> tps{n};
+  if (n > 1) tps.push_back(1);
+  if (n > 2 && n % 2 == 0) tps.push_back(2);
+  return tps;
+}
+
+}  // namespace
+
+TEST_CASE("a grid's windows, micro-steps and gradient sum give one process's loss, gradients and norm (f64)") {
+  Communicator& world = test::world();
+  GPTConfig c = test::tiny_config(DType::F64);
+  const int64_t batch = 8;
+  Tensor ids = tokens(batch, 7, 1), targets = tokens(batch, 7, 2);
+  GPT single(c);
+  Tensor ref_loss = single.loss(ids, targets);
+  ref_loss.backward();
+  std::vector<Parameter*> ref = single.parameters();
+  double ref_norm = grad_norm(ref, nullptr);
+  for (int tp : grids(world.size())) {
+    GridComms g = grid_of(tp);
+    auto [first, share] = g.grid.windows(batch);
+    Batch mine{slice_rows(ids, first, share), slice_rows(targets, first, share)};
+    for (const auto& [name, part] : test::partitions(c, tp))
+      for (int64_t micro : {int64_t{0}, int64_t{1}, share / 2}) {
+        if (micro == 0 && name != "proportional") continue;  // whole shares once: the rest with micro-steps
+        std::string what = g.grid.str() + ", partition " + name + ", micro-batch " + std::to_string(micro);
+        INFO(what);
+        GPT model(c, LocalUnits::of_rank(c, part, g.grid.tp_rank), g.tp_or_null());
+        double local = accumulate_gradients(mine, micro, batch, [&](const Tensor& i, const Tensor& t, int64_t) {
+          return model.loss(i, t);
+        });
+        Tensor loss = Tensor::from_vector<double>({local}, {1});
+        g.dp->all_reduce(loss, ReduceOp::Sum);
+        CHECK(relative(loss.item(), ref_loss.item()) < 1e-12);
+        std::vector<Parameter*> params = model.parameters();
+        test::CountingCommunicator counted(*g.dp);
+        GradientSync sync(counted, 4096);  // small buckets: several per model
+        sync.sum(params);
+        if (g.grid.dp > 1) {
+          CHECK(sync.stats().buckets > 1);
+          CHECK(counted.calls["all_reduce sum"] == sync.stats().buckets + 1);  // and the presence vector
+        }
+        REQUIRE(params.size() == ref.size());
+        for (size_t i = 0; i < params.size(); ++i) {
+          Tensor gr = params[i]->grad().defined() ? params[i]->grad() : Tensor::zeros(params[i]->value.shape(), c.dtype);
+          check_same_tensor(gather_logical(*params[i], gr, g.tp_or_null()), ref[i]->grad(), 1e-10, params[i]->name);
+        }
+        CHECK(relative(grad_norm(params, g.tp_or_null()), ref_norm) < 1e-10);
+      }
+  }
+}
+
+TEST_CASE("one bucket or many, the data-parallel sum is the same, and a gradient no replica has stays absent") {
+  Communicator& world = test::world();
+  GridComms g = grid_of(1);  // every rank its own replica
+  GPTConfig c = test::tiny_config(DType::F64);
+  Partition all = Partition::even(unit_groups(c), 1);
+  std::vector<std::vector<double>> sums[2];
+  int k = 0;
+  for (int64_t bucket : {int64_t{1}, int64_t{25} << 20}) {
+    GPT model(c, LocalUnits::of_rank(c, all, 0), nullptr);
+    model.loss(tokens(2, 7, 10 + world.rank()), tokens(2, 7, 20 + world.rank())).backward();
+    std::vector<Parameter*> params = model.parameters();
+    params.back()->value.zero_grad();  // a gradient absent on every replica
+    GradientSync sync(*g.dp, bucket);
+    sync.sum(params);
+    CHECK(!params.back()->grad().defined());
+    CHECK(sync.stats().buckets == (bucket == 1 ? static_cast<int64_t>(params.size()) - 1 : 1));
+    for (size_t i = 0; i + 1 < params.size(); ++i) sums[k].push_back(params[i]->grad().to_vector<double>());
+    ++k;
+  }
+  CHECK(sums[0] == sums[1]);
+}
+
+TEST_CASE("replicas whose partitions differ stop with a clear error, all of them") {
+  Communicator& world = test::world();
+  if (world.size() < 2) return;
+  GridComms g = grid_of(1);
+  GPTConfig c = test::tiny_config(DType::F32);
+  Partition p = Partition::even(unit_groups(c), 1);
+  GPT model(c, LocalUnits::of_rank(c, p, 0), nullptr);
+  CHECK_NOTHROW(check_replicas_agree(*g.dp, p, model.parameters()));
+  std::vector<Parameter*> params = model.parameters();
+  for (Parameter* q : params)
+    if (!q->replicated() && g.grid.dp_rank == 1) {
+      q->active_rows = 0;  // one replica skips units the others run
+      break;
+    }
+  CHECK_THROWS_WITH_AS(check_replicas_agree(*g.dp, p, params), doctest::Contains("partitions differ"), Error);
+}
