@@ -41,15 +41,6 @@ constexpr int64_t KC = 256, MC = 72, NC = 4096;
 inline float a_at(const float* a, int64_t lda, bool t, int64_t i, int64_t p) { return t ? a[p * lda + i] : a[i * lda + p]; }
 inline float b_at(const float* b, int64_t ldb, bool t, int64_t p, int64_t j) { return t ? b[j * ldb + p] : b[p * ldb + j]; }
 
-// op(A)[i0 : i0 + mc, p0 : p0 + kc] into MR-row panels: panel-major, then p, then the MR rows.
-void pack_a(const float* a, int64_t lda, bool t, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
-  for (int64_t ir = 0; ir < mc; ir += MR) {
-    int64_t rows = std::min(MR, mc - ir);
-    for (int64_t p = 0; p < kc; ++p)
-      for (int64_t r = 0; r < MR; ++r) *out++ = r < rows ? a_at(a, lda, t, i0 + ir + r, p0 + p) : 0.0f;
-  }
-}
-
 // dst[c * ld_dst + r] = src[r * ld_src + c] for an 8 x 8 block (the unpack/shuffle/permute
 // transpose): the transposed weights of a forward product pack at the speed of a copy.
 void transpose_8x8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
@@ -73,6 +64,59 @@ void transpose_8x8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst)
   _mm256_storeu_ps(dst + 5 * ld_dst, _mm256_permute2f128_ps(s1, s5, 0x31));
   _mm256_storeu_ps(dst + 6 * ld_dst, _mm256_permute2f128_ps(s2, s6, 0x31));
   _mm256_storeu_ps(dst + 7 * ld_dst, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+
+// dst[c * ld_dst + r] = src[r * ld_src + c] for a 4 x 8 block (rows 8-11 of a 12-row panel).
+void transpose_4x8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
+  __m256 r0 = _mm256_loadu_ps(src + 0 * ld_src), r1 = _mm256_loadu_ps(src + 1 * ld_src);
+  __m256 r2 = _mm256_loadu_ps(src + 2 * ld_src), r3 = _mm256_loadu_ps(src + 3 * ld_src);
+  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);  // columns 0, 4 | 1, 5
+  __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);  // columns 2, 6 | 3, 7
+  _mm_storeu_ps(dst + 0 * ld_dst, _mm256_castps256_ps128(s0));
+  _mm_storeu_ps(dst + 1 * ld_dst, _mm256_castps256_ps128(s1));
+  _mm_storeu_ps(dst + 2 * ld_dst, _mm256_castps256_ps128(s2));
+  _mm_storeu_ps(dst + 3 * ld_dst, _mm256_castps256_ps128(s3));
+  _mm_storeu_ps(dst + 4 * ld_dst, _mm256_extractf128_ps(s0, 1));
+  _mm_storeu_ps(dst + 5 * ld_dst, _mm256_extractf128_ps(s1, 1));
+  _mm_storeu_ps(dst + 6 * ld_dst, _mm256_extractf128_ps(s2, 1));
+  _mm_storeu_ps(dst + 7 * ld_dst, _mm256_extractf128_ps(s3, 1));
+}
+
+// A whole MR-row panel of op(A) rows [i0, i0 + MR) by vector copies (transposed A) or 8 x 8 and
+// 4 x 8 register transposes (A as stored); false when MR does not split that way (AVX2's 6).
+// The scalar loop is as slow as a third of the micro-kernel's work on the small models' shapes.
+bool pack_full_a_panel(const float* a, int64_t lda, bool t, int64_t i0, int64_t p0, int64_t kc, float* out) {
+  if (MR % 4 != 0) return false;
+  if (t) {  // op(A)(i, p) = a[p * lda + i]: the MR values of each p are contiguous
+    for (int64_t p = 0; p < kc; ++p)
+      for (int64_t r = 0; r < MR; r += 4) _mm_storeu_ps(out + p * MR + r, _mm_loadu_ps(a + (p0 + p) * lda + i0 + r));
+    return true;
+  }
+  const float* src = a + i0 * lda + p0;
+  int64_t p = 0;
+  for (; p + 8 <= kc; p += 8) {
+    int64_t r = 0;
+    for (; r + 8 <= MR; r += 8) transpose_8x8(src + r * lda + p, lda, out + p * MR + r, MR);
+    for (; r < MR; r += 4) transpose_4x8(src + r * lda + p, lda, out + p * MR + r, MR);
+  }
+  for (; p < kc; ++p)
+    for (int64_t r = 0; r < MR; ++r) out[p * MR + r] = src[r * lda + p];
+  return true;
+}
+
+// op(A)[i0 : i0 + mc, p0 : p0 + kc] into MR-row panels: panel-major, then p, then the MR rows.
+void pack_a(const float* a, int64_t lda, bool t, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
+  for (int64_t ir = 0; ir < mc; ir += MR) {
+    int64_t rows = std::min(MR, mc - ir);
+    if (rows == MR && pack_full_a_panel(a, lda, t, i0 + ir, p0, kc, out)) {
+      out += MR * kc;
+      continue;
+    }
+    for (int64_t p = 0; p < kc; ++p)
+      for (int64_t r = 0; r < MR; ++r) *out++ = r < rows ? a_at(a, lda, t, i0 + ir + r, p0 + p) : 0.0f;
+  }
 }
 
 // One NR-column panel of op(B)[p0 : p0 + kc, j0 : j0 + cols]: p-major, NR columns each.
