@@ -1,11 +1,16 @@
 // bench/ops: speed of the core ops on the CPU at GPT-2 sizes.
+//  - the machine's f32 FMA peak (bench/fma_peak.h), per ISA the build has, at 1 thread and at
+//    the threads used, and each GEMM's share of it;
 //  - matmul GFLOP/s through flextp's tensor layer (which runs the packed AVX2 kernel of
 //    core/cpu/sgemm.cpp for big f32 products) next to a bare Eigen GEMM of the same size;
 //  - forward + backward ms of the fused attention, LayerNorm and cross-entropy at B = 4,
 //    T = 64..256, C = 768 (12 heads; vocabulary 50257 for the cross-entropy).
+//  The GEMMs are GPT-2 small's (B 4, T 128) and the default `make train` model's (2048 rows,
+//  K and N of 128-512), forward and both backward products.
 #include <algorithm>
 #include <cstdio>
 
+#include "bench/fma_peak.h"
 #include "bench/timer.h"
 #include "core/autograd.h"
 #include "core/cpu/eigen.h"
@@ -20,29 +25,37 @@ using namespace flextp;
 
 namespace {
 
-void bench_matmul(int64_t m, int64_t k, int64_t n, bool trans_b) {
-  Tensor a = Tensor::randn({m, k}, 1);
+double g_peak = 0;  // GFLOP/s that the GEMMs' shares are of
+
+// op(a) [m, k] by op(b) [k, n]; trans_a is the weight-gradient product (activations^T by grads).
+void bench_matmul(int64_t m, int64_t k, int64_t n, bool trans_b, bool trans_a = false) {
+  Tensor a = trans_a ? Tensor::randn({k, m}, 1) : Tensor::randn({m, k}, 1);
   Tensor b = trans_b ? Tensor::randn({n, k}, 2) : Tensor::randn({k, n}, 2);
   double flops = 2.0 * m * n * k;
-  cpu::RowMatrix<float> ea = cpu::matrix(a.data<float>(), m, k, k);
+  cpu::RowMatrix<float> ea = cpu::matrix(a.data<float>(), a.size(0), a.size(1), a.size(1));
   cpu::RowMatrix<float> eb = cpu::matrix(b.data<float>(), b.size(0), b.size(1), b.size(1));
   cpu::RowMatrix<float> ec(m, n);
   auto eigen = [&] {
-    if (trans_b)
+    if (trans_a)
+      ec.noalias() = ea.transpose() * eb;
+    else if (trans_b)
       ec.noalias() = ea * eb.transpose();
     else
       ec.noalias() = ea * eb;
   };
-  auto layer = [&] { matmul(a, b, false, trans_b); };
+  auto layer = [&] { matmul(a, b, trans_a, trans_b); };
   // Alternate the two and keep each one's best median: the first runs warm the caches and clocks.
   double t_layer = 1e30, t_eigen = 1e30;
   for (int round = 0; round < 2; ++round) {
     t_eigen = std::min(t_eigen, bench::median_ms(eigen));
     t_layer = std::min(t_layer, bench::median_ms(layer));
   }
-  std::printf("matmul %5lldx%-5lld x %5lldx%-5lld%s  flextp %7.1f GFLOP/s   bare Eigen %7.1f GFLOP/s   ratio %.2f\n",
-              (long long)m, (long long)k, (long long)b.size(0), (long long)b.size(1),
-              trans_b ? "^T" : "  ", flops / t_layer / 1e6, flops / t_eigen / 1e6, t_eigen / t_layer);
+  double ours = flops / t_layer / 1e6, best = flops / bench::best_ms(layer) / 1e6;
+  std::printf("matmul %5lldx%-5lld%s x %5lldx%-5lld%s  flextp %6.1f GFLOP/s %3.0f%%, best %6.1f %3.0f%% of peak   "
+              "bare Eigen %6.1f   ratio %.2f\n",
+              (long long)a.size(0), (long long)a.size(1), trans_a ? "^T" : "  ", (long long)b.size(0),
+              (long long)b.size(1), trans_b ? "^T" : "  ", ours, 100 * ours / g_peak, best, 100 * best / g_peak,
+              flops / t_eigen / 1e6, t_eigen / t_layer);
 }
 
 template <typename Forward>
@@ -62,12 +75,32 @@ void bench_fused(const char* name, int64_t t, Forward&& forward, Tensor& input) 
 }  // namespace
 
 int main() {
-  std::printf("flextp bench/ops: %d threads, float32, median of 7 runs\n\n", num_threads());
-  const int64_t c = 768;
-  bench_matmul(512, c, 4 * c, true);   // MLP fc: x [B*T, C] by W [4C, C]^T
-  bench_matmul(512, 4 * c, c, false);  // MLP proj
-  bench_matmul(512, c, 3 * c, true);   // QKV
-  bench_matmul(256, c, 50257, true);   // LM head
+  const int threads = num_threads();
+  std::printf("flextp bench/ops: %d threads, float32, median of 7 runs (GEMMs: and the fastest of 30)\n\n", threads);
+  for (const std::string& isa : bench::fma_isas())
+    for (int t : {1, threads}) {
+      if (t == 1 && threads == 1 && g_peak > 0) continue;
+      bench::FmaPeak p = bench::measure_fma_peak(isa, t);
+      std::printf("f32 FMA peak, %-7s %d thread%s %7.1f GFLOP/s\n", isa.c_str(), t, t == 1 ? ": " : "s:", p.gflops);
+      if (t == threads) g_peak = std::max(g_peak, p.gflops);
+    }
+  std::printf("GEMM shares below are of %.1f GFLOP/s (the best at %d threads)\n\n", g_peak, threads);
+  const int64_t c = 768, rows = 512;  // GPT-2 small: B 4, T 128
+  std::printf("GPT-2 small (B*T = %lld, C = %lld): forward, then the backward products\n", (long long)rows, (long long)c);
+  bench_matmul(rows, c, 4 * c, true);         // MLP fc: x [B*T, C] by W [4C, C]^T
+  bench_matmul(rows, 4 * c, c, false);        // its input gradient: g [B*T, 4C] by W [4C, C]
+  bench_matmul(4 * c, rows, c, false, true);  // its weight gradient: g^T [4C, B*T] by x [B*T, C]
+  bench_matmul(rows, 4 * c, c, true);         // MLP proj
+  bench_matmul(rows, c, 3 * c, true);         // QKV
+  bench_matmul(256, c, 50257, true);          // LM head
+  const int64_t d = 128, n = 2048;            // the default model: B 16, T 128, C 128, vocabulary 256
+  std::printf("\ndefault model (B*T = %lld, C = %lld)\n", (long long)n, (long long)d);
+  bench_matmul(n, d, 3 * d, true);         // QKV
+  bench_matmul(n, d, 4 * d, true);         // MLP fc
+  bench_matmul(n, 4 * d, d, true);         // MLP proj
+  bench_matmul(n, 4 * d, d, false);        // fc's input gradient
+  bench_matmul(4 * d, n, d, false, true);  // fc's weight gradient
+  bench_matmul(n, d, 256, true);           // LM head
   std::printf("\n");
   for (int64_t t : {64, 128, 256}) {
     Tensor qkv = Tensor::randn({4, t, 3 * c}, 3);

@@ -2,8 +2,9 @@
 // of ../shared/BENCHMARKS.md and the default `make train` model. Each config runs in its own
 // process so that its peak memory is its own. When a PyTorch is found (Debian's /usr/bin/python3,
 // or FLEXTP_TORCH_PYTHON), it trains the same model with the same threads (or on the same GPU) and
-// the ratio is printed. On a GPU it also prints the model FLOPs utilisation (MFU) against the
-// H200's datasheet peak for the precision used.
+// the ratio is printed. Beside tok/s it prints the model FLOPs utilisation (MFU): on the CPU
+// against the machine's f32 FMA peak measured first at the same threads (bench/fma_peak.h), for
+// flextp and PyTorch alike; on a GPU against the H200's datasheet peak for the precision used.
 //
 //   bench_train_throughput [--configs tiny,small,...] [--steps 20] [--warmup 3] [--no-torch]
 //   bench_train_throughput --device cuda [--tf32 | --bf16] [--attention cudnn] [--configs gpt2-124m] [--batch 16]
@@ -16,6 +17,7 @@
 #include <vector>
 #include <sys/wait.h>
 
+#include "bench/fma_peak.h"
 #include "bench/timer.h"
 #include "core/allocator.h"
 #include "core/cuda/cuda_runtime_api.h"
@@ -206,15 +208,19 @@ int main(int argc, char** argv) {
 
   std::string python = no_torch ? "" : torch_python();
   int threads = num_threads();
+  // The CPU's roofline for MFU: measured before the runs, at the threads they use.
+  bench::FmaPeak cpu_peak = gpu ? bench::FmaPeak{} : bench::fma_peak(threads);
   if (gpu)
     std::printf("flextp train throughput on %s: %s matmuls, median of %d steps after %d warm-up; MFU "
                 "against the H200's %.1f TFLOP/s (%s, dense)\n",
                 device.str().c_str(), precision.c_str(), steps, warmup, peak_tflops(matmuls), precision.c_str());
   else
-    std::printf("flextp train throughput: float32, %d threads, median of %d steps after %d warm-up\n",
-                threads, steps, warmup);
+    std::printf("flextp train throughput: float32, %d threads, median of %d steps after %d warm-up; MFU "
+                "against the measured f32 FMA peak, %.1f GFLOP/s (%s, %d threads)\n",
+                threads, steps, warmup, cpu_peak.gflops, cpu_peak.isa.c_str(), cpu_peak.threads);
   std::printf("%-11s %-30s %11s %9s %11s %9s %7s%s\n", "config", "(V, T, L, H, C, B)", "flextp tok/s",
-              "peak MiB", "torch tok/s", "peak MiB", "ratio", gpu ? "  TFLOP/s   MFU" : "");
+              "peak MiB", "torch tok/s", "peak MiB", "ratio",
+              gpu ? "  TFLOP/s   MFU" : "  flextp MFU  torch MFU");
   std::stringstream names(configs);
   std::string name;
   int failures = 0;
@@ -253,6 +259,11 @@ int main(int argc, char** argv) {
       std::printf(" %11s %9s %7s", "-", "-", "-");
     if (gpu && ours.is_object())
       std::printf("  %7.1f %5.1f%%", ours["tflops"].get<double>(), 100 * ours["mfu"].get<double>());
+    if (!gpu && ours.is_object()) {  // both train the same model: the same FLOPs per token
+      double per_token = flops_per_token(*c, ours["params"].get<int64_t>()), peak = cpu_peak.gflops * 1e9;
+      std::printf("  %9.1f%%", 100 * a * per_token / peak);
+      if (b > 0) std::printf("  %8.1f%%", 100 * b * per_token / peak);
+    }
     std::printf("\n");
     if (gpu && ours.is_object()) std::printf("  attention on %s\n", ours["attention"].get<std::string>().c_str());
     if (!our_run.failure.empty()) std::printf("  flextp FAILED, %s", our_run.failure.c_str());

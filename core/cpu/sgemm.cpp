@@ -12,6 +12,9 @@
 #include <immintrin.h>
 #define FLEXTP_SGEMM_AVX2 1
 #endif
+#if defined(FLEXTP_SGEMM_AVX2) && defined(__AVX512F__)
+#define FLEXTP_SGEMM_AVX512 1
+#endif
 
 namespace flextp::cpu {
 
@@ -24,17 +27,93 @@ bool sgemm_available() { return true; }
 
 namespace {
 
+// AVX-512 doubles the FMA width, so its tile is 12 x 32 (24 accumulators in 32 registers);
+// AVX2's is 6 x 16 (12 of 16). Either way each element of C is one FMA chain over p in order,
+// then added to C per KC panel, so the two give bitwise the same products.
+#ifdef FLEXTP_SGEMM_AVX512
+constexpr int64_t MR = 12, NR = 32;
+#else
 constexpr int64_t MR = 6, NR = 16;
+#endif
 constexpr int64_t KC = 256, MC = 72, NC = 4096;
 
 // Element (i, p) of op(A) and (p, j) of op(B).
 inline float a_at(const float* a, int64_t lda, bool t, int64_t i, int64_t p) { return t ? a[p * lda + i] : a[i * lda + p]; }
 inline float b_at(const float* b, int64_t ldb, bool t, int64_t p, int64_t j) { return t ? b[j * ldb + p] : b[p * ldb + j]; }
 
+// dst[c * ld_dst + r] = src[r * ld_src + c] for an 8 x 8 block (the unpack/shuffle/permute
+// transpose): the transposed weights of a forward product pack at the speed of a copy.
+void transpose_8x8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
+  __m256 r0 = _mm256_loadu_ps(src + 0 * ld_src), r1 = _mm256_loadu_ps(src + 1 * ld_src);
+  __m256 r2 = _mm256_loadu_ps(src + 2 * ld_src), r3 = _mm256_loadu_ps(src + 3 * ld_src);
+  __m256 r4 = _mm256_loadu_ps(src + 4 * ld_src), r5 = _mm256_loadu_ps(src + 5 * ld_src);
+  __m256 r6 = _mm256_loadu_ps(src + 6 * ld_src), r7 = _mm256_loadu_ps(src + 7 * ld_src);
+  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_storeu_ps(dst + 0 * ld_dst, _mm256_permute2f128_ps(s0, s4, 0x20));
+  _mm256_storeu_ps(dst + 1 * ld_dst, _mm256_permute2f128_ps(s1, s5, 0x20));
+  _mm256_storeu_ps(dst + 2 * ld_dst, _mm256_permute2f128_ps(s2, s6, 0x20));
+  _mm256_storeu_ps(dst + 3 * ld_dst, _mm256_permute2f128_ps(s3, s7, 0x20));
+  _mm256_storeu_ps(dst + 4 * ld_dst, _mm256_permute2f128_ps(s0, s4, 0x31));
+  _mm256_storeu_ps(dst + 5 * ld_dst, _mm256_permute2f128_ps(s1, s5, 0x31));
+  _mm256_storeu_ps(dst + 6 * ld_dst, _mm256_permute2f128_ps(s2, s6, 0x31));
+  _mm256_storeu_ps(dst + 7 * ld_dst, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+
+// dst[c * ld_dst + r] = src[r * ld_src + c] for a 4 x 8 block (rows 8-11 of a 12-row panel).
+void transpose_4x8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
+  __m256 r0 = _mm256_loadu_ps(src + 0 * ld_src), r1 = _mm256_loadu_ps(src + 1 * ld_src);
+  __m256 r2 = _mm256_loadu_ps(src + 2 * ld_src), r3 = _mm256_loadu_ps(src + 3 * ld_src);
+  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);  // columns 0, 4 | 1, 5
+  __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);  // columns 2, 6 | 3, 7
+  _mm_storeu_ps(dst + 0 * ld_dst, _mm256_castps256_ps128(s0));
+  _mm_storeu_ps(dst + 1 * ld_dst, _mm256_castps256_ps128(s1));
+  _mm_storeu_ps(dst + 2 * ld_dst, _mm256_castps256_ps128(s2));
+  _mm_storeu_ps(dst + 3 * ld_dst, _mm256_castps256_ps128(s3));
+  _mm_storeu_ps(dst + 4 * ld_dst, _mm256_extractf128_ps(s0, 1));
+  _mm_storeu_ps(dst + 5 * ld_dst, _mm256_extractf128_ps(s1, 1));
+  _mm_storeu_ps(dst + 6 * ld_dst, _mm256_extractf128_ps(s2, 1));
+  _mm_storeu_ps(dst + 7 * ld_dst, _mm256_extractf128_ps(s3, 1));
+}
+
+// A whole MR-row panel of op(A) rows [i0, i0 + MR) by vector copies (transposed A) or 8 x 8 and
+// 4 x 8 register transposes (A as stored); false when MR does not split that way (AVX2's 6).
+// The scalar loop is as slow as a third of the micro-kernel's work on the small models' shapes.
+bool pack_full_a_panel(const float* a, int64_t lda, bool t, int64_t i0, int64_t p0, int64_t kc, float* out) {
+  if (MR % 4 != 0) return false;
+  if (t) {  // op(A)(i, p) = a[p * lda + i]: the MR values of each p are contiguous
+    for (int64_t p = 0; p < kc; ++p)
+      for (int64_t r = 0; r < MR; r += 4) _mm_storeu_ps(out + p * MR + r, _mm_loadu_ps(a + (p0 + p) * lda + i0 + r));
+    return true;
+  }
+  const float* src = a + i0 * lda + p0;
+  int64_t p = 0;
+  for (; p + 8 <= kc; p += 8) {
+    int64_t r = 0;
+    for (; r + 8 <= MR; r += 8) transpose_8x8(src + r * lda + p, lda, out + p * MR + r, MR);
+    for (; r < MR; r += 4) transpose_4x8(src + r * lda + p, lda, out + p * MR + r, MR);
+  }
+  for (; p < kc; ++p)
+    for (int64_t r = 0; r < MR; ++r) out[p * MR + r] = src[r * lda + p];
+  return true;
+}
+
 // op(A)[i0 : i0 + mc, p0 : p0 + kc] into MR-row panels: panel-major, then p, then the MR rows.
 void pack_a(const float* a, int64_t lda, bool t, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
   for (int64_t ir = 0; ir < mc; ir += MR) {
     int64_t rows = std::min(MR, mc - ir);
+    if (rows == MR && pack_full_a_panel(a, lda, t, i0 + ir, p0, kc, out)) {
+      out += MR * kc;
+      continue;
+    }
     for (int64_t p = 0; p < kc; ++p)
       for (int64_t r = 0; r < MR; ++r) *out++ = r < rows ? a_at(a, lda, t, i0 + ir + r, p0 + p) : 0.0f;
   }
@@ -44,6 +123,15 @@ void pack_a(const float* a, int64_t lda, bool t, int64_t i0, int64_t mc, int64_t
 void pack_b_panel(const float* b, int64_t ldb, bool t, int64_t p0, int64_t kc, int64_t j0, int64_t cols, float* out) {
   if (!t && cols == NR) {
     for (int64_t p = 0; p < kc; ++p, out += NR) std::memcpy(out, b + (p0 + p) * ldb + j0, NR * sizeof(float));
+    return;
+  }
+  if (t && cols == NR) {  // B stored [n, k]: transpose 8 x 8 blocks in registers
+    int64_t p = 0;
+    for (; p + 8 <= kc; p += 8)
+      for (int64_t c0 = 0; c0 < NR; c0 += 8)
+        transpose_8x8(b + (j0 + c0) * ldb + p0 + p, ldb, out + p * NR + c0, NR);
+    for (; p < kc; ++p)
+      for (int64_t cidx = 0; cidx < NR; ++cidx) out[p * NR + cidx] = b[(j0 + cidx) * ldb + p0 + p];
     return;
   }
   if (t) {  // B stored [n, k]: each column of op(B) is a contiguous row of B
@@ -57,8 +145,10 @@ void pack_b_panel(const float* b, int64_t ldb, bool t, int64_t p0, int64_t kc, i
     for (int64_t cidx = 0; cidx < NR; ++cidx) *out++ = cidx < cols ? b[(p0 + p) * ldb + j0 + cidx] : 0.0f;
 }
 
-// acc (6 x 16) = sum_p A[:, p] B[p, :] over kc; then C tile (+)= acc.
-void kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols, bool add) {
+#ifndef FLEXTP_SGEMM_AVX512
+// acc (6 x 16) = sum_p A[:, p] B[p, :] over kc; then C tile (+)= acc. Never inlined: inside
+// the threaded loop GCC spills the accumulators (half the speed on small shapes).
+__attribute__((noinline)) void kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols, bool add) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(), c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
   __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps(), c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
@@ -106,6 +196,55 @@ void kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, i
     }
   }
 }
+#else
+// acc (12 x 32) = sum_p A[:, p] B[p, :] over kc; then C tile (+)= acc. The A values are
+// broadcast, the arrays stay in registers once unrolled. Never inlined: inside the threaded loop
+// GCC spills the accumulators (half the speed on small shapes).
+__attribute__((noinline)) void kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols, bool add) {
+  __m512 acc[MR][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p, a += MR, b += NR) {
+    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) {
+      const __m512 x = _mm512_set1_ps(a[r]);
+      acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
+    }
+  }
+  if (cols == NR) {
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) {
+      if (r >= rows) break;
+      float* crow = c + r * ldc;
+      __m512 t0 = acc[r][0], t1 = acc[r][1];
+      if (add) {
+        t0 = _mm512_add_ps(t0, _mm512_loadu_ps(crow));
+        t1 = _mm512_add_ps(t1, _mm512_loadu_ps(crow + 16));
+      }
+      _mm512_storeu_ps(crow, t0);
+      _mm512_storeu_ps(crow + 16, t1);
+    }
+    return;
+  }
+  // A partial tile (the right edge): masked loads and stores of the columns that exist.
+  const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1);
+  const __mmask16 m1 = static_cast<__mmask16>(cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (1u << (cols - 16)) - 1);
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r) {
+    if (r >= rows) break;
+    float* crow = c + r * ldc;
+    __m512 t0 = acc[r][0], t1 = acc[r][1];
+    if (add) {
+      t0 = _mm512_add_ps(t0, _mm512_maskz_loadu_ps(m0, crow));
+      t1 = _mm512_add_ps(t1, _mm512_maskz_loadu_ps(m1, crow + 16));
+    }
+    _mm512_mask_storeu_ps(crow, m0, t0);
+    _mm512_mask_storeu_ps(crow + 16, m1, t1);
+  }
+}
+#endif
 
 struct Buffer {
   float* p = nullptr;
@@ -133,7 +272,7 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, in
       const bool add = accumulate || pc > 0;
       // Work items: (block of MC rows) x (chunk of kChunk panels), so that short and wide
       // products (the LM head: 256 rows) split as evenly as tall ones.
-      constexpr int64_t kChunk = 8;
+      constexpr int64_t kChunk = 128 / NR;
       const int64_t blocks = (m + MC - 1) / MC, chunks = (panels + kChunk - 1) / kChunk;
 #pragma omp parallel if (threaded)
       {
