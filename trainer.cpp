@@ -39,8 +39,10 @@ StepReport Trainer::step(int64_t step) {
   StepReport r;
   r.step = step + 1, r.last = r.step == o_.steps, r.lr = schedule_.at(step);
   r.grid = replicas_.grid;
-  auto [first, count] = replicas_.grid.windows(o_.batch);
-  Batch b = sampler_.at_step(step, first, count);
+  // Not a structured binding: the lambda below captures `first` (clang refuses captured bindings).
+  const std::pair<int64_t, int64_t> windows = replicas_.grid.windows(o_.batch);
+  const int64_t first = windows.first;
+  Batch b = sampler_.at_step(step, first, windows.second);
   // The mean over the step's windows: each micro-step's loss is scaled by its share of them, and
   // the replicas' parts are summed (the gradients in sync_->sum below).
   // Dropout draws its masks from the step number: each run of windows after the step's first

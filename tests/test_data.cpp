@@ -76,7 +76,8 @@ TEST_CASE("a replica's run of a step's windows is those rows of the whole step's
   BatchSampler s(&tokens, 6, 16, 7);
   Batch whole = s.at_step(5);
   std::vector<int32_t> ids = whole.ids.to_vector<int32_t>(), tg = whole.targets.to_vector<int32_t>();
-  for (auto [first, count] : {std::pair<int64_t, int64_t>{0, 6}, {0, 2}, {2, 2}, {4, 2}, {3, 3}, {5, 1}}) {
+  for (std::pair<int64_t, int64_t> run : {std::pair<int64_t, int64_t>{0, 6}, {0, 2}, {2, 2}, {4, 2}, {3, 3}, {5, 1}}) {
+    const int64_t first = run.first, count = run.second;  // INFO captures them: no structured binding
     INFO("windows ", first, " + ", count);
     Batch part = s.at_step(5, first, count);
     CHECK(part.ids.shape() == Shape{count, 16});
