@@ -26,6 +26,7 @@
 #include "nn/checkpoint_files.h"
 #include "nn/generate.h"
 #include "nn/unit_costs.h"
+#include "nn/units.h"
 #include "parallel/balance/balancer.h"
 #include "parallel/balance/slowdown.h"
 #include "parallel/comm/mpi_communicator.h"
@@ -175,7 +176,7 @@ CommCostModel communication_model(Communicator& comm, const TrainOptions& o, con
                                   const UnitCosts& costs, Device device, int64_t micro_windows) {
   // The row-parallel reductions carry one micro-step's activations.
   double reduce_bytes = 4.0 * micro_windows * o.seq_len * c.n_embd;
-  double transfer_bytes = costs.bytes.at("h.0.head") * c.n_layer;  // about one head per layer moving
+  double transfer_bytes = costs.bytes.at(UnitRegistry(c).group(UnitKind::Head, 0)->name) * c.n_layer;  // about one head per layer moving
   CommCostModel m;
   if (comm.size() > 1)
     m = calibrate(comm, {4096, 65536, 1 << 20, static_cast<int64_t>(reduce_bytes)}, reduce_bytes, transfer_bytes,
