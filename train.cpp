@@ -20,6 +20,7 @@
 #include "core/autograd.h"
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/device_choice.h"
+#include "core/text_fields.h"
 #include "data/batches.h"
 #include "data/token_files.h"
 #include "nn/checkpoint.h"
@@ -143,13 +144,9 @@ Partition initial_partition(const TrainOptions& o, const GPTConfig& c, const Gri
 // --lambda: a non-negative number or inf.
 double parse_lambda(const std::string& s) {
   if (s == "inf" || s == "infinity") return std::numeric_limits<double>::infinity();
-  try {
-    size_t used = 0;
-    double v = std::stod(s, &used);
-    if (used == s.size() && v >= 0 && std::isfinite(v)) return v;
-  } catch (const std::exception&) {
-  }
-  FLEXTP_FAIL("--lambda '", s, "' must be a number >= 0 or inf");
+  std::optional<double> v = whole_double(s);
+  FLEXTP_CHECK(v && *v >= 0 && std::isfinite(*v), "--lambda '", s, "' must be a number >= 0 or inf");
+  return *v;
 }
 
 // Emulated stragglers (--straggler, --straggler-trace) for this run's ranks. --straggler names a

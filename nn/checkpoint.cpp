@@ -14,6 +14,7 @@
 #include "core/autograd.h"
 #include "core/ops/shape_ops.h"
 #include "core/safetensors.h"
+#include "core/text_fields.h"
 #include "nn/mlp_layer.h"
 #include "nn/stale_state.h"
 #include "parallel/tp/unit_gather.h"
@@ -87,13 +88,9 @@ std::map<std::string, std::string> config_metadata(const GPTConfig& c) {
 int64_t meta_int(const SafetensorsFile& f, const std::string& path, const std::string& key) {
   auto it = f.metadata.find(key);
   FLEXTP_CHECK(it != f.metadata.end(), path, ": metadata has no '", key, "'");
-  try {
-    size_t used = 0;
-    int64_t v = std::stoll(it->second, &used);
-    if (used == it->second.size()) return v;
-  } catch (const std::exception&) {
-  }
-  FLEXTP_FAIL(path, ": metadata '", key, "' = '", it->second, "' is not an integer");
+  std::optional<int64_t> v = whole_int(it->second);
+  FLEXTP_CHECK(v, path, ": metadata '", key, "' = '", it->second, "' is not an integer");
+  return *v;
 }
 
 // Seeds are unsigned 64-bit: the upper half of their range does not fit meta_int.

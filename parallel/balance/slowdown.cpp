@@ -7,43 +7,28 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/text_fields.h"
 
 namespace flextp {
 namespace {
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string part;
-  std::istringstream in(s);
-  while (std::getline(in, part, sep)) out.push_back(part);
-  return out;
-}
-
 double to_double(const std::string& s, const std::string& what) {
-  try {
-    size_t used = 0;
-    double v = std::stod(s, &used);
-    if (used == s.size()) return v;
-  } catch (const std::exception&) {
-  }
-  FLEXTP_FAIL(what, ": '", s, "' is not a number");
+  std::optional<double> v = whole_double(s);
+  FLEXTP_CHECK(v, what, ": '", s, "' is not a number");
+  return *v;
 }
 
 int64_t to_int(const std::string& s, const std::string& what) {
-  try {
-    size_t used = 0;
-    long long v = std::stoll(s, &used);
-    if (used == s.size()) return v;
-  } catch (const std::exception&) {
-  }
-  FLEXTP_FAIL(what, ": '", s, "' is not an integer");
+  std::optional<int64_t> v = whole_int(s);
+  FLEXTP_CHECK(v, what, ": '", s, "' is not an integer");
+  return *v;
 }
 
 }  // namespace
 
 StragglerSpec parse_straggler(const std::string& spec) {
   std::string what = "straggler '" + spec + "' (RANK:FACTOR[:FROM[:TO]])";
-  std::vector<std::string> f = split(spec, ':');
+  std::vector<std::string> f = split_fields(spec, ':');
   FLEXTP_CHECK(f.size() >= 2 && f.size() <= 4, what, ": expected 2 to 4 fields");
   StragglerSpec s;
   s.rank = static_cast<int>(to_int(f[0], what));
@@ -72,7 +57,7 @@ void SlowdownSchedule::load_trace(const std::string& path) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
     std::string where = path + ":" + std::to_string(line_no);
-    std::vector<std::string> f = split(line, ',');
+    std::vector<std::string> f = split_fields(line, ',');
     if (line_no == 1 && !f.empty() && f[0] == "step") continue;  // header
     FLEXTP_CHECK(static_cast<int>(f.size()) == ranks_ + 1, where, ": expected step and ", ranks_,
                  " factors, got ", f.size(), " fields");
@@ -140,14 +125,14 @@ Contention::~Contention() {
 
 ContendSpec parse_contend(const std::string& spec) {
   std::string what = "contention '" + spec + "' (RANK:THREADS[:BUSY/PERIOD], milliseconds)";
-  std::vector<std::string> f = split(spec, ':');
+  std::vector<std::string> f = split_fields(spec, ':');
   FLEXTP_CHECK(f.size() == 2 || f.size() == 3, what, ": expected 2 or 3 fields");
   int64_t rank = to_int(f[0], what), threads = to_int(f[1], what);
   FLEXTP_CHECK(rank >= 0 && threads >= 1 && threads <= 256, what, ": needs RANK >= 0 and 1 <= THREADS <= 256");
   ContendSpec c;
   c.rank = static_cast<int>(rank), c.threads = static_cast<int>(threads);
   if (f.size() == 3) {
-    std::vector<std::string> duty = split(f[2], '/');
+    std::vector<std::string> duty = split_fields(f[2], '/');
     FLEXTP_CHECK(duty.size() == 2, what, ": the duty cycle is BUSY/PERIOD, e.g. 50/100");
     c.busy_ms = to_double(duty[0], what), c.period_ms = to_double(duty[1], what);
     FLEXTP_CHECK(std::isfinite(c.busy_ms) && std::isfinite(c.period_ms) && c.busy_ms > 0 &&

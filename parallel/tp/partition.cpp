@@ -7,28 +7,15 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/text_fields.h"
 
 namespace flextp {
 namespace {
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string part;
-  std::istringstream in(s);
-  while (std::getline(in, part, sep)) out.push_back(part);
-  if (!s.empty() && s.back() == sep) out.push_back("");
-  if (s.empty()) out.push_back("");
-  return out;
-}
-
 int64_t parse_int(const std::string& s, const std::string& spec) {
-  try {
-    size_t used = 0;
-    long long v = std::stoll(s, &used);
-    if (used == s.size()) return v;
-  } catch (const std::exception&) {
-  }
-  FLEXTP_FAIL("partition spec '", spec, "': '", s, "' is not a unit number");
+  std::optional<int64_t> v = whole_int(s);
+  FLEXTP_CHECK(v, "partition spec '", spec, "': '", s, "' is not a unit number");
+  return *v;
 }
 
 }  // namespace
@@ -107,15 +94,10 @@ std::string Partition::str() const {
 
 std::vector<double> parse_tp_weights(const std::string& spec, int ranks) {
   std::vector<double> w;
-  for (const std::string& part : split(spec, ',')) {
-    try {
-      size_t used = 0;
-      double v = std::stod(part, &used);
-      FLEXTP_CHECK(used == part.size(), "");
-      w.push_back(v);
-    } catch (const std::exception&) {
-      FLEXTP_FAIL("tensor-parallel weight list '", spec, "': '", part, "' is not a number");
-    }
+  for (const std::string& part : split_fields(spec, ',')) {
+    std::optional<double> v = whole_double(part);
+    FLEXTP_CHECK(v, "tensor-parallel weight list '", spec, "': '", part, "' is not a number");
+    w.push_back(*v);
   }
   FLEXTP_CHECK(static_cast<int>(w.size()) == ranks, "tensor-parallel weight list '", spec, "' has ", w.size(),
                " weights for ", ranks, " ranks");
@@ -149,7 +131,7 @@ void apply_tp_assignment(Partition& p, const std::vector<UnitGroup>& groups, con
   }
   FLEXTP_CHECK(kind == "head" || kind == "mlp" || kind == "vocab", "partition spec '", spec,
                "': unknown unit kind '", kind, "' (head, mlp or vocab)");
-  std::vector<std::string> per_rank = split(spec.substr(eq + 1), '|');
+  std::vector<std::string> per_rank = split_fields(spec.substr(eq + 1), '|');
   FLEXTP_CHECK(static_cast<int>(per_rank.size()) == p.ranks(), "partition spec '", spec, "' lists ",
                per_rank.size(), " ranks but there are ", p.ranks());
   bool matched = false;
@@ -160,7 +142,7 @@ void apply_tp_assignment(Partition& p, const std::vector<UnitGroup>& groups, con
     std::vector<int> owners(g.units, -1);
     for (int r = 0; r < p.ranks(); ++r) {
       if (per_rank[r].empty()) continue;
-      for (const std::string& item : split(per_rank[r], ',')) {
+      for (const std::string& item : split_fields(per_rank[r], ',')) {
         size_t dash = item.find('-', 1);
         int64_t lo = parse_int(item.substr(0, dash), spec);
         int64_t hi = dash == std::string::npos ? lo : parse_int(item.substr(dash + 1), spec);

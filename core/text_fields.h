@@ -1,0 +1,47 @@
+#pragma once
+// Reading the small text specs of flags, traces and checkpoint metadata: fields split at a
+// separator, and whole-string numbers. Each caller words its own error, naming its spec.
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace flextp {
+
+// "a:b:" -> {"a", "b", ""} and "" -> {""}: an empty field stays visible, so a spec with a
+// missing value is refused instead of read as a shorter one.
+inline std::vector<std::string> split_fields(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t at = s.find(sep); at != std::string::npos; at = s.find(sep, start)) {
+    out.push_back(s.substr(start, at - start));
+    start = at + 1;
+  }
+  out.push_back(s.substr(start));
+  return out;
+}
+
+// The whole of `s` as an integer, or nothing (also for trailing text, overflow or an empty string).
+inline std::optional<int64_t> whole_int(const std::string& s) {
+  try {
+    size_t used = 0;
+    long long v = std::stoll(s, &used);
+    if (used == s.size()) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+// The whole of `s` as a number, or nothing.
+inline std::optional<double> whole_double(const std::string& s) {
+  try {
+    size_t used = 0;
+    double v = std::stod(s, &used);
+    if (used == s.size()) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+}  // namespace flextp
