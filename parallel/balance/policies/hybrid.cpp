@@ -93,7 +93,7 @@ class HybridPolicy : public BalancePolicy {
     switch (hybrid_choice(h)) {
       case Action::migrate: return migrate_by(mig);
       case Action::resize: {
-        if (!resizing_ && !slowdown_is_clear) return keep;  // noise, as far as this rank's record tells
+        if (!resizing_ && !slowdown_is_clear) return keep;  // no rank is slower than its own noise explains
         Decision resize = resize_to(o, speed);
         resize.plan = keep.plan;
         return resize;
