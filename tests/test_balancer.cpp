@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <random>
 
 #include "nn/gpt.h"
 #include "nn/unit_costs.h"
@@ -85,8 +86,8 @@ struct DrivenBalancer {
     base = balancer->work_of(0) / 10.0;
   }
   // One step with rank 0 at this speed (1: rank 1's, its even share in 10 ms); what was chosen.
-  BalanceStep step(double speed0) {
-    comm.speed = {speed0 * base, base};
+  BalanceStep step(double speed0, double speed1 = 1) {
+    comm.speed = {speed0 * base, speed1 * base};
     balancer->observe_gradients(params, steps++);
     return balancer->after_step(balancer->work_of(0) / comm.speed[0], 0.0, params, {"m", "v"});
   }
@@ -242,5 +243,26 @@ TEST_CASE("hybrid: lambda chooses between skipping work and moving weights") {
       CHECK(d.skipped() == 0);
       CHECK_FALSE(d.moved());
     }
+  }
+}
+
+TEST_CASE("hybrid: a quiet machine's jitter of +-25% on both ranks resizes no step; a 2x slowdown within 2 steps") {
+  for (double lambda : {0.0, 16.0, 100.0}) {
+    INFO("lambda ", lambda);
+    DrivenBalancer d("hybrid", lambda);
+    std::mt19937 seeded(17);
+    std::uniform_real_distribution<double> jitter(0.75, 1.25);
+    std::string choices;
+    for (int i = 0; i < 200; ++i) append(choices, d.step(jitter(seeded), jitter(seeded)).choice);
+    INFO("choices: ", choices);
+    CHECK(choices.find("resize") == std::string::npos);
+    CHECK(choices.find("probe") == std::string::npos);
+    CHECK(d.skipped() == 0);
+    if (lambda == 100.0) continue;  // at this tiny model's costs skipping is dearer than a slow step
+    // Rank 0 slows 2x, as jittery as before: resized from the first or second slow step.
+    std::string slow = d.step(0.5 * jitter(seeded), jitter(seeded)).choice;
+    append(slow, d.step(0.5 * jitter(seeded), jitter(seeded)).choice);
+    INFO("slow: ", slow);
+    CHECK(slow.find("resize") != std::string::npos);
   }
 }

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
+#include "parallel/balance/noise_gate.h"
 #include "parallel/balance/policies/hybrid.h"
 #include "parallel/balance/policies/probe_schedule.h"
 #include "parallel/balance/policy.h"
@@ -193,6 +194,48 @@ TEST_CASE("hybrid: lambda prices skipped importance against a migration's cost o
     s.rows = table(true);
     CHECK(decide_n(*hybrid, s.at({0.5, 1}), 2) == "resize probe");
   }
+}
+
+TEST_CASE("the noise gate: a slowdown is clear beyond max(4 x the rank's MAD, 30%), at most 45%, below its quiet median") {
+  const NoiseGateOptions o;
+  CHECK_FALSE(clear_slowdown(0.1, {1, 1, 1}, o));  // three steps tell nothing of the noise
+  // A few steps: more than 40% below.
+  CHECK(clear_slowdown(0.59, {1, 1, 1, 1}, o));
+  CHECK_FALSE(clear_slowdown(0.61, {1, 1, 1, 1}, o));
+  // 16 steps without noise: the 30% floor.
+  const std::vector<double> still(16, 1.0);
+  CHECK(clear_slowdown(0.69, still, o));
+  CHECK_FALSE(clear_slowdown(0.71, still, o));
+  // 16 steps of +-10%: median 1, MAD 0.1, so 40% below.
+  std::vector<double> noisy;
+  for (int i = 0; i < 8; ++i) noisy.push_back(0.9), noisy.push_back(1.1);
+  CHECK(clear_slowdown(0.59, noisy, o));
+  CHECK_FALSE(clear_slowdown(0.61, noisy, o));
+  // No noise hides a drop of more than 45%: +-50% is MAD 0.5.
+  std::vector<double> wild;
+  for (int i = 0; i < 8; ++i) wild.push_back(0.5), wild.push_back(1.5);
+  CHECK(clear_slowdown(0.54, wild, o));
+  CHECK_FALSE(clear_slowdown(0.56, wild, o));
+  // The baseline is the median, not the mean: one slow spike in the window moves nothing.
+  std::vector<double> spiked = still;
+  spiked[3] = 0.1;
+  CHECK(clear_slowdown(0.69, spiked, o));
+}
+
+TEST_CASE("the noise gate learns from steps where every unit ran; injected speeds without times pass") {
+  NoiseGate gate;
+  auto measured = [](double speed0, bool skipping) {
+    std::vector<RankRow> rows = table(skipping);
+    for (RankRow& r : rows) r.work = 100, r.compute_ms = 100;
+    rows[0].compute_ms = 100 / speed0;
+    return rows;
+  };
+  CHECK(gate.observe(table(false)));  // no times: nothing to judge by
+  for (int i = 0; i < 3; ++i) CHECK_FALSE(gate.observe(measured(1, false)));
+  CHECK_FALSE(gate.observe(measured(1, true)));    // a step that skipped units is not learnt from...
+  CHECK_FALSE(gate.observe(measured(0.5, false)));  // ...so three quiet steps are too few to judge
+  CHECK(gate.observe(measured(0.5, false)));        // four (one slow): a 2x drop is clear
+  CHECK(gate.observe(measured(0.5, true)));         // and judged while skipping too
 }
 
 TEST_CASE("proportional: after the warm-up one move in proportion to the speeds, then that split for good") {

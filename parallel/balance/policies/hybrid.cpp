@@ -6,12 +6,17 @@
 // and takes the cheapest, so a short slowdown is absorbed by resizing and a lasting one is
 // migrated away (the resized units return once the migration has balanced the ranks).
 // lambda = infinity never drops work; lambda = 0 never moves weights.
+// Resizing trades accuracy for time, so it starts only on a slowdown clear of the slowed rank's
+// own noise (NoiseGate, parallel/balance/noise_gate.h: more than max(4 x its median absolute
+// deviation, 30%), at most 45%, below the median of its recent quiet steps); once started it
+// goes on, probing, for as long as the choice above says so.
 #include "parallel/balance/policies/hybrid.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "parallel/balance/noise_gate.h"
 #include "parallel/balance/policies/probe_schedule.h"
 
 namespace flextp {
@@ -54,6 +59,14 @@ class HybridPolicy : public BalancePolicy {
   bool uses_importance() const override { return true; }
 
   Decision decide(const Observation& o) override {
+    Decision d = choose(o);
+    resizing_ = d.action == Action::resize || d.action == Action::probe;
+    return d;
+  }
+
+ private:
+  Decision choose(const Observation& o) {
+    const bool slowdown_is_clear = noise_.observe(o.table);
     if (probes_.due(o.table)) return probe(o);
     // Resizing costs nothing to undo: the hybrid weighs on the last step's speeds.
     const std::vector<double>& speed = o.fast_speeds;
@@ -80,6 +93,7 @@ class HybridPolicy : public BalancePolicy {
     switch (hybrid_choice(h)) {
       case Action::migrate: return migrate_by(mig);
       case Action::resize: {
+        if (!resizing_ && !slowdown_is_clear) return keep;  // no rank is slower than its own noise explains
         Decision resize = resize_to(o, speed);
         resize.plan = keep.plan;
         return resize;
@@ -88,12 +102,13 @@ class HybridPolicy : public BalancePolicy {
     }
   }
 
- private:
   double lambda_;
   PlannerOptions planner_;
   int64_t settle_steps_;
   ProbeSchedule probes_;
   int64_t slow_age_ = 0;  // steps the ranks have been out of balance
+  NoiseGate noise_;
+  bool resizing_ = false;  // the last decision resized or probed: an episode of resizing goes on
 };
 
 }  // namespace

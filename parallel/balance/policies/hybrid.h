@@ -1,5 +1,6 @@
 #pragma once
-// The hybrid policy's arithmetic, exposed for its tests.
+// The hybrid policy's arithmetic, exposed for its tests. Resizing starts only on a slowdown
+// clear of the slowed rank's own noise: parallel/balance/noise_gate.h says how that is decided.
 #include <vector>
 
 #include "parallel/balance/policy.h"

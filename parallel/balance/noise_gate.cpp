@@ -1,0 +1,57 @@
+#include "parallel/balance/noise_gate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace flextp {
+namespace {
+
+double median(std::vector<double> v) {
+  size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  double upper = v[mid];
+  if (v.size() % 2) return upper;
+  return 0.5 * (upper + *std::max_element(v.begin(), v.begin() + mid));
+}
+
+}  // namespace
+
+bool clear_slowdown(double speed, const std::vector<double>& quiet, const NoiseGateOptions& o) {
+  if (static_cast<int>(quiet.size()) < o.min_samples) return false;
+  double baseline = median(quiet);
+  if (baseline <= 0) return false;
+  std::vector<double> deviation;
+  for (double x : quiet) deviation.push_back(std::abs(x / baseline - 1));
+  double threshold = std::max(o.k * median(deviation), o.floor);
+  if (static_cast<int>(quiet.size()) < o.young) threshold = std::max(threshold, o.young_floor);
+  threshold = std::min(threshold, o.ceiling);
+  return speed < baseline * (1 - threshold);
+}
+
+NoiseGate::NoiseGate(NoiseGateOptions o) : o_(o) {
+  FLEXTP_CHECK(o_.window >= o_.min_samples && o_.min_samples >= 1 && o_.k >= 0 && o_.floor >= 0 &&
+                   o_.floor <= o_.young_floor && o_.young_floor <= o_.ceiling && o_.ceiling < 1,
+               "the noise gate needs window >= min_samples >= 1, k >= 0 and 0 <= floor <= young_floor <= ceiling < 1");
+}
+
+bool NoiseGate::observe(const std::vector<RankRow>& table) {
+  bool measured = !table.empty(), skipping = false;
+  for (const RankRow& r : table) measured = measured && r.compute_ms > 0, skipping = skipping || r.units.skipped > 0;
+  if (!measured) return true;
+  quiet_.resize(table.size());
+  bool clear = false;
+  for (size_t r = 0; r < table.size(); ++r) {
+    double speed = table[r].work / table[r].compute_ms;
+    std::deque<double>& quiet = quiet_[r];
+    clear = clear || clear_slowdown(speed, {quiet.begin(), quiet.end()}, o_);
+    // Slow steps join too, so that the baseline follows a lasting change (once migrated, say).
+    if (skipping) continue;
+    quiet.push_back(speed);
+    if (static_cast<int>(quiet.size()) > o_.window) quiet.pop_front();
+  }
+  return clear;
+}
+
+}  // namespace flextp
