@@ -142,15 +142,6 @@ namespace {
 constexpr int64_t kPaddedRows = 16;
 VocabLayout padded_permuted() { return VocabLayout({3, 2, 0, 1}, kUnitRows, kVocab, kPaddedRows); }
 
-// [N, rows] whose real columns are `all`'s and whose padded ones are far above them: counted in
-// a softmax they would take almost all of it.
-Tensor with_loud_padding(const Tensor& all) {
-  int64_t n = all.size(0);
-  std::vector<double> in = all.to_vector<double>(), out(n * kPaddedRows);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < kPaddedRows; ++j) out[i * kPaddedRows + j] = j < kVocab ? in[i * kVocab + j] : 40.0 + j;
-  return Tensor::from_vector(out, {n, kPaddedRows});
-}
 }  // namespace
 
 TEST_CASE("vocab-parallel cross-entropy over a padded table: padded columns take no part, get zero gradient") {
@@ -163,7 +154,7 @@ TEST_CASE("vocab-parallel cross-entropy over a padded table: padded columns take
   Tensor plain = cross_entropy(plain_in, targets);
   plain.backward();
 
-  Tensor x = test::leaf_of(test::local_columns(with_loud_padding(all), layout));  // [N, 16] local
+  Tensor x = test::leaf_of(test::local_columns(test::with_loud_padding(all, kPaddedRows, 40.0), layout));  // [N, 16] local
   Tensor loss = vocab_parallel_cross_entropy(x, targets, layout, nullptr);
   CHECK(loss.item() == doctest::Approx(plain.item()).epsilon(1e-12));
   loss.backward();
@@ -191,7 +182,7 @@ TEST_CASE("vocab-parallel cross-entropy over a padded table: padded columns take
 TEST_CASE("gathered logits of a padded table drop the padded columns") {
   VocabLayout layout = padded_permuted();
   Tensor all = Tensor::randn({3, kVocab}, 10, 0, 0, 1.0, DType::F64);
-  Tensor got = gather_vocab_logits(test::local_columns(with_loud_padding(all), layout), layout, nullptr);
+  Tensor got = gather_vocab_logits(test::local_columns(test::with_loud_padding(all, kPaddedRows, 40.0), layout), layout, nullptr);
   CHECK(got.shape() == Shape{3, kVocab});
   test::check_close(got, all, 0.0);
 }

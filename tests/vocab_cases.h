@@ -59,6 +59,16 @@ inline Tensor selection(const VocabLayout& layout) {
   return Tensor::from_vector(s, {layout.rows(), vl});
 }
 
+// [N, padded_rows] whose real columns are `all`'s ([N, V]) and whose padded ones are `loud` + j,
+// far above them: counted in a softmax they would take almost all of it.
+inline Tensor with_loud_padding(const Tensor& all, int64_t padded_rows, double loud) {
+  int64_t n = all.size(0), vocab = all.size(1);
+  std::vector<double> in = all.to_vector<double>(), out(n * padded_rows);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < padded_rows; ++j) out[i * padded_rows + j] = j < vocab ? in[i * vocab + j] : loud + j;
+  return Tensor::from_vector(out, {n, padded_rows});
+}
+
 // A leaf holding a copy of t's values.
 inline Tensor leaf_of(const Tensor& t) {
   Tensor x = t.detach().clone();

@@ -126,14 +126,6 @@ std::vector<int64_t> my_padded_units(int rank, int size) {
   return units;
 }
 
-// [N, 32]: all's real columns, then padded ones far above them.
-Tensor with_loud_padding(const Tensor& all) {
-  int64_t n = all.size(0);
-  std::vector<double> in = all.to_vector<double>(), out(n * kPaddedRows);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < kPaddedRows; ++j) out[i * kPaddedRows + j] = j < kVocab ? in[i * kVocab + j] : 30.0 + j;
-  return Tensor::from_vector(out, {n, kPaddedRows});
-}
 }  // namespace
 
 TEST_CASE("vocab-parallel cross-entropy over the ranks with a padded table equals one process; two all-reduces") {
@@ -146,7 +138,7 @@ TEST_CASE("vocab-parallel cross-entropy over the ranks with a padded table equal
   Tensor expected = cross_entropy(one, targets);
   expected.backward();
 
-  Tensor mine = test::leaf_of(test::local_columns(with_loud_padding(all), layout));
+  Tensor mine = test::leaf_of(test::local_columns(test::with_loud_padding(all, kPaddedRows, 30.0), layout));
   Tensor loss = vocab_parallel_cross_entropy(mine, targets, layout, &c);
   // The row max, then the sums of exp and the target logits in one buffer: nothing else.
   CHECK(c.calls == std::map<std::string, int>{{"all_reduce max", 1}, {"all_reduce sum", 1}});
