@@ -21,6 +21,10 @@ struct Fingerprint {
   uint64_t hash;
 };
 
+// Collective: every rank passes as many hashes. For each hash, the ranks (of `comm`) whose hash
+// differs from rank 0's, comma-separated ("" where all agree).
+std::vector<std::string> ranks_differing_from_first(Communicator& comm, const std::vector<uint64_t>& hashes);
+
 // Collective: every rank passes the same list (the same `what`s in the same order). Throws on
 // every rank, naming each fingerprint that differs from rank 0's and the ranks whose differ.
 void check_ranks_agree(Communicator& comm, const std::vector<Fingerprint>& mine);

@@ -22,16 +22,7 @@ void check_replicas_agree(Communicator& dp, const Partition& partition, const st
   if (dp.size() == 1) return;
   std::string layout = partition.str();
   for (const Parameter* p : params) layout += "|" + std::to_string(p->active_rows);
-  uint64_t hash = fingerprint(layout);
-  // The hash as two 32-bit halves; the largest and the smallest over the group must be equal.
-  Tensor mine = Tensor::from_vector<int32_t>({static_cast<int32_t>(static_cast<uint32_t>(hash >> 32)),
-                                              static_cast<int32_t>(static_cast<uint32_t>(hash))}, {2});
-  Tensor all = Tensor::empty({2 * dp.size()}, DType::I32);
-  dp.all_gather(mine, all);
-  std::vector<int32_t> got = all.to_vector<int32_t>();
-  std::string differ;
-  for (int r = 1; r < dp.size(); ++r)
-    if (got[2 * r] != got[0] || got[2 * r + 1] != got[1]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  std::string differ = ranks_differing_from_first(dp, {fingerprint(layout)})[0];
   FLEXTP_CHECK(differ.empty(), "the replicas' partitions differ (replica 0 and replica ", differ,
                " of this tensor-parallel slot): their gradients cannot be summed slot by slot. This replica holds ",
                partition.str());
