@@ -70,15 +70,15 @@ int simulate_grid_main(int argc, char** argv) {
   std::printf("%-7s %-22s %8s %8s %8s %8s %8s %7s %7s %7s %9s\n", "grid", "speeds", "even", "migrate", "shares",
               "both", "ideal", "mig", "shares", "both", "both/ideal");
   for (int dp : dps) {
+    char name[32];
+    std::snprintf(name, sizeof name, "%d x %d", dp, tp);
     if (batch % dp != 0) {
-      std::printf("%3d x %-2d (skipped: %lld windows do not split evenly over %d replicas)\n", dp, tp,
+      std::printf("%-7s (skipped: %lld windows do not split evenly over %d replicas)\n", name,
                   static_cast<long long>(batch), dp);
       continue;
     }
     for (const Scenario& s : scenarios(dp, tp, slow)) {
       GridStep g = simulate_grid_step(m, s.speed);
-      char name[16];
-      std::snprintf(name, sizeof name, "%d x %d", dp, tp);
       std::printf("%-7s %-22s %8.0f %8.0f %8.0f %8.0f %8.0f %6.2fx %6.2fx %6.2fx %8.1f%%\n", name, s.name.c_str(), g.even,
                   g.migrate, g.shares, g.both, g.ideal, g.even / g.migrate, g.even / g.shares, g.even / g.both,
                   100 * (g.both / g.ideal - 1));
