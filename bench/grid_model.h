@@ -12,7 +12,6 @@
 // the sum of every rank's speed, the communication of the even split). A model, not a
 // measurement: it knows no noise, no bursts and no overlap.
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "nn/config.h"
@@ -21,7 +20,8 @@
 
 namespace flextp {
 
-// One kind of link: a ring all-reduce over it costs 2 (n - 1) steps of latency plus bytes / n.
+// One kind of link: a ring all-reduce over n ranks takes 2 (n - 1) steps, each a latency plus
+// bytes / n at the bandwidth.
 struct Link {
   double gbs = 25;         // bandwidth, GB/s
   double latency_us = 10;  // per message
@@ -30,7 +30,8 @@ struct Link {
 
 // Whole windows to replicas that compute one window in window_ms[d]: each window goes to the
 // replica that would finish its share soonest (the planner's rule for units), which minimises
-// the slowest replica; ties go to the lower replica. The shares add up to `batch`.
+// the slowest replica; ties go to the lower replica. The shares add up to `batch`. (The bench's
+// own until train's window shares, written at the same time in parallel/dp, can serve.)
 std::vector<int64_t> speed_window_shares(const std::vector<double>& window_ms, int64_t batch);
 
 // `batch` windows split evenly over `replicas` (an error when it does not divide).
@@ -46,8 +47,6 @@ class GridModel {
   // even split of a group at equal speeds takes window_ms / tp of compute per window).
   GridModel(const GPTConfig& c, int64_t seq, int tp, int64_t batch, double window_ms, Link tp_link, Link dp_link);
 
-  int tp() const { return tp_; }
-  int64_t batch() const { return batch_; }
   // Per window of one replica of these speeds: compute under the even or the balanced partition,
   // plus the tensor-parallel all-reduces.
   double replica_window_ms(const std::vector<double>& speed, bool balance) const;
