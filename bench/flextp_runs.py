@@ -2,6 +2,7 @@
 metrics file."""
 import json
 import os
+import re
 import subprocess
 
 MPIRUN = ["mpirun", "--oversubscribe", "--allow-run-as-root",
@@ -23,8 +24,18 @@ def pyplot():
 def train(build, ranks, args, metrics, bind="none"):
     """Runs train with one thread per rank and returns its metrics, one dict per step. bind="core"
     pins each rank to a core, so that --contend's busy threads share the slow rank's core."""
+    if bind == "core" and ranks > (os.cpu_count() or 1):
+        bind = "core:overload-allowed"  # more ranks than cores: they share cores (figures mean little)
     cmd = MPIRUN + ["--bind-to", bind, "-np", str(ranks), "-x", "OMP_NUM_THREADS=1", os.path.join(build, "train"),
                     "--metrics", metrics] + args
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     with open(metrics) as f:
         return [json.loads(line) for line in f]
+
+
+def train_flags(build):
+    """The options build/train knows (from its --help): a case that needs a newer flag can skip itself."""
+    out = subprocess.run([os.path.join(build, "train"), "--help"], check=True, capture_output=True, text=True).stdout
+    return set(re.findall(r"--[a-z][a-z0-9-]*", out))

@@ -11,8 +11,18 @@ bound (the total work over the ranks' measured speeds in the even split, plus th
 of the run without slowdown) and the ratios, how fast migration reacts to the onset and to the
 end of an emulated slowdown, and plots step time per step (docs/hetero.png, with matplotlib).
 
+Then a data x tensor grid (--grid 2x2: 2 replicas of 2 ranks, --tp 2) with its last rank slow,
+emulated (--grid-factor) and contended (--grid-contend), four ways: even everything (--balance
+none --dp-shares even, what Megatron does), tensor-parallel migration only (--balance migrate
+--dp-shares even), replica window shares only (--balance none --dp-shares speed) and both
+(--balance migrate --dp-shares speed); median step time, loss gap to the grid's run without
+slowdown, and the ideal bound (docs/hetero_grid.json, docs/hetero_grid.png). Where train has no
+--dp-shares yet, the even rows run without it (even shares are all there is) and the share rows
+say they need it.
+
 usage: bench/hetero.py [--ranks 2,4] [--factors 2,4] [--contend 1,1:50/100] [--steps 40]
-                       [--build build] [--out docs]
+                       [--grid 2x2] [--grid-factor 2] [--grid-contend 1]
+                       [--train-args "--n-layer 2"] [--build build] [--out docs]
 Everything runs through build/train under mpirun; the losses of all runs are compared too.
 """
 import argparse
@@ -28,9 +38,12 @@ from flextp_runs import train
 ONSET = 10
 
 
+TRAIN_ARGS = []  # --train-args: given to every run (e.g. a smaller model)
+
+
 def run(build, ranks, steps, extra, workdir, name, bind="none"):
     args = ["--steps", str(steps), "--eval-every", "0", "--eval-batches", "1", "--log-every", "1000",
-            "--batch", "16"] + extra
+            "--batch", "16"] + TRAIN_ARGS + extra
     return train(build, ranks, args, os.path.join(workdir, f"{name}.jsonl"), bind=bind)
 
 
@@ -52,6 +65,87 @@ def median_ms(rows, start):
     return statistics.median(r["ms"] for r in rows[start:])
 
 
+def max_loss_gap(rows, base):
+    return max(abs(x["loss"] - y["loss"]) for x, y in zip(base, rows))
+
+
+# The four ways to run a grid with a slow rank: (name, --balance, --dp-shares).
+GRID_STRATEGIES = [("even", "none", "even"), ("migrate", "migrate", "even"), ("shares", "none", "speed"),
+                   ("both", "migrate", "speed")]
+
+
+def grid_ideal_ms(even, base, start, ranks):
+    """The ideal bound of a grid whose one slow rank is the last: the metrics give each
+    tensor-parallel slot's compute as its slowest replica's, so the fastest slot stands for every
+    rank but the slow one, the slowest for that one (each rank does 1/ranks of the work in the
+    even split)."""
+    compute = median_compute(even, start)
+    fast, slow = min(compute), max(compute)
+    compute0 = statistics.mean(median_compute(base, start))
+    return ranks / ((ranks - 1) / fast + 1 / slow) + median_ms(base, start) - compute0, slow / fast
+
+
+def grid_cases(a, work, flags):
+    """The data x tensor grid (a.grid = "DPxTP") with its last rank slow, the four strategies."""
+    dp, tp = (int(x) for x in a.grid.lower().split("x"))
+    n = dp * tp
+    shares = "--dp-shares" in flags
+    settle = ONSET + 5
+    cases = [("emulated", f"{a.grid_factor:g}x", ["--straggler", f"{n - 1}:{a.grid_factor:g}:{ONSET}"], "none")]
+    if a.grid_contend:
+        cases.append(("contended", a.grid_contend, ["--contend", f"{n - 1}:{a.grid_contend}"], "core"))
+    results, curves = [], {}
+    for mode, label, slow, bind in cases:
+        grid = ["--tp", str(tp)]
+        even_shares = ["--dp-shares", "even"] if shares else []
+        name = f"grid{dp}x{tp}_{mode}_{label.replace(':', '_').replace('/', '_')}"
+        base = run(a.build, n, a.steps, grid + even_shares + ["--balance", "none"], work, f"base_{name}", bind)
+        runs = {}
+        for strategy, balance, dp_shares in GRID_STRATEGIES:
+            if dp_shares != "even" and not shares:
+                runs[strategy] = None  # needs train --dp-shares
+                continue
+            extra = grid + (["--dp-shares", dp_shares] if shares else []) + ["--balance", balance]
+            runs[strategy] = run(a.build, n, a.steps, slow + extra, work, f"{strategy}_{name}", bind)
+            curves[f"{dp}x{tp}, {mode} {label}, {strategy}"] = [r["ms"] for r in runs[strategy]]
+        ideal, measured = grid_ideal_ms(runs["even"], base, settle, n)
+        t_even = median_ms(runs["even"], settle)
+        row = dict(grid=f"{dp}x{tp}", mode=mode, slowdown=label, measured_factor=measured,
+                   no_slowdown=median_ms(base, settle), ideal=ideal, runs={})
+        for strategy, rows in runs.items():
+            if rows is None:
+                row["runs"][strategy] = None
+                continue
+            t = median_ms(rows, settle)
+            row["runs"][strategy] = dict(ms=t, speedup=t_even / t, vs_ideal=t / ideal - 1,
+                                         max_loss_gap=max_loss_gap(rows, base))
+        results.append(row)
+    return results, curves
+
+
+def print_grid(results, a):
+    if not results:
+        return
+    print(f"\ngrid {a.grid} (replicas x ranks per group, --tp), last rank slow (emulated from step {ONSET}; "
+          f"contended throughout, ranks bound to cores); median ms/step from step {ONSET + 5}")
+    print(f"{'grid':>5} {'mode':>9} {'slowdown':>10} {'measured':>8} {'strategy':>8} {'ms/step':>8} {'even/x':>7} "
+          f"{'x/ideal':>8} {'loss gap':>9}")
+    for r in results:
+        lead = f"{r['grid']:>5} {r['mode']:>9} {r['slowdown']:>10} {r['measured_factor']:>7.2f}x"
+        print(f"{lead} {'none':>8} {r['no_slowdown']:>8.1f}")
+        for strategy, _, _ in GRID_STRATEGIES:
+            x = r["runs"][strategy]
+            if x is None:
+                print(f"{lead} {strategy:>8} {'(needs train --dp-shares)':>35}")
+            else:
+                print(f"{lead} {strategy:>8} {x['ms']:>8.1f} {x['speedup']:>6.2f}x {100 * x['vs_ideal']:>7.1f}% "
+                      f"{x['max_loss_gap']:>9.1e}")
+        print(f"{lead} {'ideal':>8} {r['ideal']:>8.1f}")
+    print("none: the grid without slowdown; even: --balance none --dp-shares even (Megatron); migrate: --balance "
+          "migrate inside each group; shares: whole windows per replica in proportion to its speed (--dp-shares "
+          "speed); both; even/x: speed-up over even; loss gap: largest |loss - loss(none)|")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", default="2")
@@ -60,11 +154,16 @@ def main():
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default="docs")
+    ap.add_argument("--grid", default="2x2", help="DPxTP grid case with its last rank slow; empty: none")
+    ap.add_argument("--grid-factor", type=float, default=2, help="the grid case's emulated slowdown")
+    ap.add_argument("--grid-contend", default="1", help="the grid case's THREADS[:BUSY/PERIOD]; empty: none")
+    ap.add_argument("--train-args", default="", help="flags for every run, e.g. a smaller model")
     a = ap.parse_args()
+    TRAIN_ARGS.extend(a.train_args.split())
     work = tempfile.mkdtemp(prefix="flextp-hetero-")
     results, curves = [], {}
     settle = ONSET + 5  # medians from 5 steps after the onset
-    for n in [int(x) for x in a.ranks.split(",")]:
+    for n in [int(x) for x in a.ranks.split(",") if x]:
         cases = [("emulated", f"{f:g}x", ["--straggler", f"{n - 1}:{f:g}:{ONSET}"], "none")
                  for f in [float(x) for x in a.factors.split(",") if x]]
         cases += [("contended", c, ["--contend", f"{n - 1}:{c}"], "core") for c in a.contend.split(",") if c]
@@ -90,7 +189,7 @@ def main():
                                   None)
             t_even, t_mig = median_ms(even, settle), median_ms(mig, settle)
             react = next((r["step"] - ONSET for r in mig[ONSET:] if r["ms"] <= 1.15 * ideal), None)
-            same_loss = max(abs(x["loss"] - y["loss"]) for x, y in zip(base, mig))
+            same_loss = max_loss_gap(mig, base)
             results.append(dict(ranks=n, mode=mode, slowdown=label, measured_factor=measured_factor, no_slowdown=t_base,
                                 even=t_even, migrate=t_mig, ideal=ideal, speedup=t_even / t_mig, vs_ideal=t_mig / ideal - 1,
                                 react_steps=react, recover_steps=units_back, max_loss_gap=same_loss))
@@ -108,25 +207,42 @@ def main():
     print("measured: slowest over fastest rank's compute in the even split; react: steps after step 10 until a step is "
           "within 15% of the ideal; recover: steps after the slowdown ends until the heads are even again (emulated "
           "only); loss gap: largest |loss(migrate) - loss(no slowdown)|")
+    grid_results, grid_curves = [], {}
+    if a.grid:
+        grid_results, grid_curves = grid_cases(a, work, flextp_runs.train_flags(a.build))
+        print_grid(grid_results, a)
     os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "hetero.json"), "w") as f:
-        json.dump(results, f, indent=1)
+    if results:
+        with open(os.path.join(a.out, "hetero.json"), "w") as f:
+            json.dump(results, f, indent=1)
+    if grid_results:
+        with open(os.path.join(a.out, "hetero_grid.json"), "w") as f:
+            json.dump(grid_results, f, indent=1)
+    if curves:
+        plot(curves, os.path.join(a.out, "hetero.png"),
+             "one slow rank (emulated from step 10, or contended): even split vs migration")
+    if grid_curves:
+        plot(grid_curves, os.path.join(a.out, "hetero_grid.png"),
+             f"grid {a.grid}, its last rank slow: even, migration, window shares, both")
+
+
+def plot(curves, path, title):
+    """Step time per step of every run, the onset of the emulated slowdown marked."""
     plt = flextp_runs.pyplot()
     if plt is None:
         return
     fig, ax = plt.subplots(figsize=(9, 5))
     for name, ys in curves.items():
-        style = "-" if "migrate" in name else ("--" if "even" in name else ":")
+        style = "-" if "migrate" in name or "both" in name else ("--" if "even" in name else ":")
         ax.plot(range(1, len(ys) + 1), ys, style, label=name)
     ax.axvline(ONSET, color="grey", lw=0.8)
     ax.set_xlabel("step")
     ax.set_ylabel("ms per step")
-    ax.set_title("one slow rank (emulated from step 10, or contended): even split vs migration")
+    ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.path.join(a.out, "hetero.png"), dpi=110)
-    print(f"plot: {os.path.join(a.out, 'hetero.png')}")
-
+    fig.savefig(path, dpi=110)
+    print(f"plot: {path}")
 
 if __name__ == "__main__":
     sys.exit(main())
