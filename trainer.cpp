@@ -94,7 +94,8 @@ StepReport Trainer::step(int64_t step) {
   r.balance = balancer_.after_step(compute_ms, wait_ms, params_, opt_.slot_names());
   if (several_replicas()) check_replicas_agree(*replicas_.comm, balancer_.partition(), params_);
   if (several_replicas()) {  // the replicas' speeds of this step; the next step's shares
-    r.replicas = shares_.after_step(clock_.untimed(), *replicas_.comm, windows_ms, r.balance.shares);
+    r.replicas = shares_.after_step(clock_.untimed(), *replicas_.comm, windows_ms, windows.second,
+                                    r.balance.shares);
     balancer_.observe_replicas(shares_.view());
   }
   r.ms = bench::now_ms() - t0;

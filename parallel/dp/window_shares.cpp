@@ -90,7 +90,7 @@ ReplicaView WindowShares::view() const {
   return {shares_, speed, micro_, movable_};
 }
 
-ReplicaView WindowShares::after_step(Communicator& group, Communicator& replicas, double compute_ms,
+ReplicaView WindowShares::after_step(Communicator& group, Communicator& replicas, double compute_ms, int64_t computed,
                                      const std::vector<int64_t>& decided) {
   FLEXTP_CHECK(replicas.size() == grid_.dp && group.size() == grid_.tp, "window shares of a grid of ", grid_.str(),
                " on groups of ", group.size(), " ranks and ", replicas.size(), " replicas");
@@ -98,8 +98,11 @@ ReplicaView WindowShares::after_step(Communicator& group, Communicator& replicas
   // every data-parallel group (one per tensor-parallel slot) gathers the same vector.
   Tensor slowest = Tensor::from_vector<double>({compute_ms}, {1});
   if (group.size() > 1) group.all_reduce(slowest, ReduceOp::Max);
-  speeds_.record(replicas, slowest.item(), 0, static_cast<double>(shares_[grid_.dp_rank]), UnitCounts{});
+  speeds_.record(replicas, slowest.item(), 0, static_cast<double>(computed), UnitCounts{});
   ReplicaView done = view();
+  int64_t sum = 0;
+  for (size_t d = 0; d < done.windows.size(); ++d) sum += done.windows[d] = static_cast<int64_t>(speeds_.table()[d].work);
+  FLEXTP_CHECK(sum == batch_, "the replicas computed ", sum, " windows of a step of ", batch_);
   if (!decided.empty()) {
     check_shares(decided, grid_.dp, batch_, micro_, "the balancing policy's window shares");
     FLEXTP_CHECK(movable_ || decided == shares_,

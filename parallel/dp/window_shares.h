@@ -64,11 +64,13 @@ class WindowShares {
   // This replica's windows of a step now: [first, first + count).
   std::pair<int64_t, int64_t> windows() const { return grid_.windows(shares_); }
   const std::vector<int64_t>& shares() const { return shares_; }
-  // After a step: every rank of every replica calls it with its compute time of the step.
-  // `group`: its tensor-parallel group, `replicas`: its data-parallel group (collectives on both,
-  // untimed). Returns the replicas' windows in the step just done and their speeds. Then adopts
-  // `decided` (the policy's shares; empty: unchanged) for the next steps.
-  ReplicaView after_step(Communicator& group, Communicator& replicas, double compute_ms,
+  // After a step: every rank of every replica calls it with the compute time of its forward and
+  // backward passes in the step and the windows it computed. `group`: its tensor-parallel group,
+  // `replicas`: its data-parallel group (collectives on both, untimed). Returns the windows each
+  // replica computed in the step just done (an error names the problem when they do not add up
+  // to the batch) and their speeds. Then adopts `decided` (the policy's shares; empty: unchanged)
+  // for the next steps.
+  ReplicaView after_step(Communicator& group, Communicator& replicas, double compute_ms, int64_t computed,
                          const std::vector<int64_t>& decided);
   // What the policy decides the next shares from: the shares now and the measured speeds.
   ReplicaView view() const;

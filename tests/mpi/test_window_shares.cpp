@@ -107,7 +107,7 @@ TEST_CASE("every rank of every replica measures the same replica speeds and adop
     for (int step = 0; step < 4; ++step) {
       double ms = static_cast<double>(shares.windows().second) * (slow ? 1.5 : 0.5);
       std::vector<int64_t> decided = speed_shares(shares.view());
-      seen = shares.after_step(*g.tp, *g.dp, ms, decided);
+      seen = shares.after_step(*g.tp, *g.dp, ms, shares.windows().second, decided);
     }
     for (size_t d = 0; d < speed.size(); ++d) CHECK(seen.speed[d] == doctest::Approx(speed[d]));
     CHECK(shares.shares() == proportional_shares(speed, 8, 0));
@@ -125,6 +125,10 @@ TEST_CASE("every rank of every replica measures the same replica speeds and adop
     // A policy's shares that do not add up stop every rank alike.
     std::vector<int64_t> bad = shares.shares();
     bad[0] += 1;
-    CHECK_THROWS_WITH_AS(shares.after_step(*g.tp, *g.dp, 1.0, bad), doctest::Contains("sum to 9 windows"), Error);
+    CHECK_THROWS_WITH_AS(shares.after_step(*g.tp, *g.dp, 1.0, shares.windows().second, bad),
+                         doctest::Contains("sum to 9 windows"), Error);
+    // Nor do windows the replicas did not compute as shared.
+    CHECK_THROWS_WITH_AS(shares.after_step(*g.tp, *g.dp, 1.0, shares.windows().second + (g.grid.dp_rank == 0), {}),
+                         doctest::Contains("the replicas computed 9 windows of a step of 8"), Error);
   }
 }
