@@ -6,10 +6,14 @@
 // after those of replicas < d (Grid::windows), and each micro-step's loss is scaled by its
 // windows / the step's (parallel/dp/micro_batches.h), so the gradient is the same mean.
 //
-// A replica's speed is its windows / its slowest rank's compute time in the step (waiting for
-// the other replicas excluded), smoothed over steps the way the balancer's monitor smooths a
-// rank's speed. Every rank gathers the same vector of speeds and the shares are a deterministic
-// function of it, so every rank of every replica computes the same shares.
+// A replica's speed is its windows / its slowest rank's compute time of the step's forward and
+// backward passes (waiting in collectives excluded, so not the wait for the other replicas; the
+// optimizer's step, the same whatever the windows, left out so that it does not read as a slow
+// window), smoothed over steps by the balancer's monitor (parallel/balance/monitor.h) run over
+// the replicas. Every rank gathers the same vector of speeds and the shares are a deterministic
+// function of it, so every rank of every replica computes the same shares. The shares decided
+// after a step apply from the next one; the policy decides them from the speeds measured up to
+// the step before (the trainer measures after the balancer's step).
 #include <cstdint>
 #include <vector>
 
