@@ -8,32 +8,18 @@
 
 #include "core/autograd.h"
 #include "core/ops/shape_ops.h"
-#include "parallel/comm/mpi_communicator.h"
 #include "parallel/dp/gradient_sync.h"
 #include "parallel/dp/grid.h"
 #include "parallel/dp/micro_batches.h"
 #include "parallel/dp/window_shares.h"
 #include "parallel/tp/unit_gather.h"
+#include "tests/mpi/grid_comms.h"
 #include "tests/mpi/mpi_context.h"
 #include "tests/mpi/tiny_gpt.h"
 
 using namespace flextp;
 
 namespace {
-
-// This rank's place in a grid of `tp` ranks per replica and its two communicators.
-struct Place {
-  Grid grid;
-  std::unique_ptr<Communicator> tp, dp;
-  Communicator* tp_or_null() { return grid.tp == 1 ? nullptr : tp.get(); }
-};
-Place place_in(int tp) {
-  Communicator& world = test::world();
-  Grid g = Grid::of(world.size(), world.rank(), tp);
-  Place p{g, make_mpi_communicator(g.dp_rank), nullptr};
-  p.dp = make_mpi_communicator(g.tp_rank);
-  return p;
-}
 
 // Tensor-parallel group sizes with several replicas: pure data parallelism, and 2 x (n / 2).
 std::vector<int> grids_with_replicas(int n) {
@@ -62,7 +48,7 @@ TEST_CASE("uneven window shares across replicas give one process's loss and ever
   ref_loss.backward();
   std::vector<Parameter*> ref = single.parameters();
   for (int tp : grids_with_replicas(world.size())) {
-    Place g = place_in(tp);
+    test::GridComms g = test::grid_of(tp);
     Partition part = test::partitions(c, tp).back().second;
     for (const std::vector<int64_t>& shares : uneven_shares(g.grid.dp))
       for (int64_t micro : {int64_t{0}, int64_t{1}}) {
@@ -94,7 +80,7 @@ TEST_CASE("uneven window shares across replicas give one process's loss and ever
 TEST_CASE("every rank of every replica measures the same replica speeds and adopts the same shares") {
   Communicator& world = test::world();
   for (int tp : grids_with_replicas(world.size())) {
-    Place g = place_in(tp);
+    test::GridComms g = test::grid_of(tp);
     INFO(g.grid.str());
     // Replica 0 is three times slower, and only in its last tensor-parallel rank: the replica is
     // as slow as that rank.
