@@ -28,6 +28,17 @@ std::string rank_table(const std::vector<RankRow>& rows) {
   return out;
 }
 
+std::string replica_table(const ReplicaView& replicas) {
+  std::string out;
+  char line[128];
+  for (int d = 0; d < replicas.replicas(); ++d) {
+    std::snprintf(line, sizeof line, "  replica %d: %4lld windows  %8.1f windows/s\n", d,
+                  (long long)replicas.windows[d], 1000 * replicas.speed[d]);
+    out += line;
+  }
+  return out;
+}
+
 TrainLog::TrainLog(bool lead, const TrainOptions& o, bool cuda)
     : lead_(lead), cuda_(cuda), log_every_(o.log_every), progress_(lead, o.steps) {
   if (!o.metrics.empty() && lead) {
@@ -48,6 +59,7 @@ void TrainLog::step(const StepReport& r) {
     say("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s\n", (long long)r.step, r.loss, r.lr, r.ms,
         r.tokens_per_s);
     say("%s", rank_table(r.ranks).c_str());
+    say("%s", replica_table(r.replicas).c_str());
     // Where cuDNN was asked for but cannot take the attention, the first step says why.
     if (r.step == 1 && cuda_) say("attention on %s\n", cuda::attention_path().c_str());
   }
@@ -82,6 +94,10 @@ void TrainLog::metrics(const StepReport& r) {
     line["grid"] = {{"tp", r.grid.tp}, {"dp", r.grid.dp}, {"tp_rank", r.grid.tp_rank}, {"replica", r.grid.dp_rank}};
     line["dp_sync_bytes"] = r.dp_sync.bytes;
     line["dp_sync_buckets"] = r.dp_sync.buckets;
+    nlohmann::json replicas = nlohmann::json::array();  // the windows each computed, and how fast
+    for (int d = 0; d < r.replicas.replicas(); ++d)
+      replicas.push_back({{"windows", r.replicas.windows[d]}, {"windows_per_s", 1000 * r.replicas.speed[d]}});
+    line["replicas"] = replicas;
   }
   if (r.val_loss) line["val_loss"] = *r.val_loss;
   metrics_ << line.dump() << "\n" << std::flush;

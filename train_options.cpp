@@ -125,6 +125,9 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->check(positive);
   app.add_option("--dp-bucket-mb", o.dp_bucket_mb, "data-parallel gradient all-reduces in buckets of about this many MB")
       ->check(CLI::PositiveNumber);
+  app.add_option("--dp-shares", o.dp_shares,
+                 "windows of a step per replica: speed (in proportion to each replica's speed) or even")
+      ->check(CLI::IsMember({"speed", "even"}));
   app.add_option("--tp-weights", o.tp_weights, "units per rank in proportion, e.g. 3,1 (default: even)");
   app.add_option("--tp-assign", o.tp_assign, "explicit units per rank: KIND[@LAYER]=UNITS|UNITS..., repeatable");
   app.add_option("--straggler", o.stragglers, "slow a rank: RANK:FACTOR[:FROM[:TO]], repeatable");

@@ -54,6 +54,7 @@ struct TrainOptions {
   // the process grid: tp ranks per tensor-parallel group (0: all), the rest data parallel
   int64_t tp = 0, micro_batch = 0;  // micro_batch 0: a replica's whole share at once
   double dp_bucket_mb = 25;         // data-parallel gradient buckets, MB
+  std::string dp_shares = "speed";  // windows per replica: "speed" (balanced by speed) or "even"
   // tensor parallelism and balancing
   std::string tp_weights, straggler_trace, comm = "auto", impute = "zero";
   std::vector<std::string> tp_assign, stragglers, contend;

@@ -14,7 +14,8 @@ Trainer::Trainer(const TrainOptions& o, GPT& model, Optimizer& opt, StepClock& c
                  Replicas replicas)
     : o_(o), model_(model), params_(model.parameters()), opt_(opt), clock_(clock), balancer_(balancer),
       watchdog_(watchdog), faults_(std::move(faults)), sampler_(std::move(sampler)),
-      schedule_{o.lr, o.min_lr, o.warmup, o.steps}, on_skip_(std::move(on_skip)), replicas_(replicas) {
+      schedule_{o.lr, o.min_lr, o.warmup, o.steps}, on_skip_(std::move(on_skip)), replicas_(replicas),
+      shares_(replicas.grid, o.batch, o.micro_batch, o.dp_shares == "speed", static_cast<int>(o.monitor_window)) {
   FLEXTP_CHECK(replicas_.grid.dp == (replicas_.comm ? replicas_.comm->size() : 1), "a grid of ", replicas_.grid.dp,
                " replicas needs a data-parallel group of as many ranks");
   // Both checked before the first step: a bad share stops the run at once.
@@ -40,7 +41,7 @@ StepReport Trainer::step(int64_t step) {
   r.step = step + 1, r.last = r.step == o_.steps, r.lr = schedule_.at(step);
   r.grid = replicas_.grid;
   // Not a structured binding: the lambda below captures `first` (clang refuses captured bindings).
-  const std::pair<int64_t, int64_t> windows = replicas_.grid.windows(o_.batch);
+  const std::pair<int64_t, int64_t> windows = shares_.windows();
   const int64_t first = windows.first;
   Batch b = sampler_.at_step(step, first, windows.second);
   // The mean over the step's windows: each micro-step's loss is scaled by its share of them, and
@@ -54,6 +55,7 @@ StepReport Trainer::step(int64_t step) {
     return model_.loss(ids, targets);
   });
   r.loss = faults_.after_forward(r.step, sum_over_replicas(mine));
+  const double windows_ms = clock_.compute_ms();  // the forward and backward of this replica's windows
   // Every rank sees the same loss and norm (both are reduced), so all skip a bad step together.
   // After the data-parallel sum every replica holds the whole gradient, so clipping's norm,
   // reduced over the tensor-parallel group, is the global one.
@@ -91,6 +93,11 @@ StepReport Trainer::step(int64_t step) {
   }
   r.balance = balancer_.after_step(compute_ms, wait_ms, params_, opt_.slot_names());
   if (several_replicas()) check_replicas_agree(*replicas_.comm, balancer_.partition(), params_);
+  if (several_replicas()) {  // the replicas' speeds of this step; the next step's shares
+    r.replicas = shares_.after_step(clock_.untimed(), *replicas_.comm, windows_ms, windows.second,
+                                    r.balance.shares);
+    balancer_.observe_replicas(shares_.view());
+  }
   r.ms = bench::now_ms() - t0;
   r.tokens_per_s = static_cast<double>(o_.batch * o_.seq_len) / (r.ms / 1000.0);
   if (clock_.size() > 1) {

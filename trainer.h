@@ -21,6 +21,7 @@
 #include "parallel/balance/step_clock.h"
 #include "parallel/dp/gradient_sync.h"
 #include "parallel/dp/grid.h"
+#include "parallel/dp/window_shares.h"
 
 namespace flextp {
 
@@ -39,6 +40,7 @@ struct StepReport {
   std::optional<double> val_loss;  // set by the loop on the steps it evaluates
   Grid grid;                       // the process grid, and this rank's place in it
   GradientSyncStats dp_sync;       // the data-parallel gradient sum of this step
+  ReplicaView replicas;            // several replicas: each one's windows in this step and speed
 };
 
 // This rank's replica in a data x tensor parallel grid (parallel/dp/grid.h). By default one
@@ -74,6 +76,7 @@ class Trainer {
   int64_t bad_in_row_ = 0, bad_total_ = 0;
   Replicas replicas_;
   std::unique_ptr<GradientSync> sync_;  // with several replicas
+  WindowShares shares_;                 // the windows of each replica
 
   bool several_replicas() const { return replicas_.comm && replicas_.comm->size() > 1; }
   double sum_over_replicas(double local);

@@ -69,7 +69,7 @@ struct DrivenBalancer {
   double base = 0;  // work per ms that makes rank 0's even share take 10 ms
   int64_t steps = 0;
 
-  DrivenBalancer(const std::string& policy, double lambda = 100)
+  DrivenBalancer(const std::string& policy, double lambda = 100, std::unique_ptr<BalancePolicy> own = nullptr)
       : initial(Partition::even(unit_groups(balancing_gpt()), 2)) {
     comm.speed = {1, 1};
     model = std::make_unique<GPT>(balancing_gpt(), LocalUnits::of_rank(balancing_gpt(), initial, 0), &comm);
@@ -80,8 +80,9 @@ struct DrivenBalancer {
     o.resize.priority = "norm";  // importance from the weights alone: no gradients needed
     CommCostModel free;
     free.fits["p2p"] = {0.0, 0.0};
+    if (!own) own = make_policy(o);
     balancer = std::make_unique<Balancer>(comm, unit_groups(balancing_gpt()), initial,
-                                          gpt_unit_costs(balancing_gpt(), 2, 8, 2), free, o);
+                                          gpt_unit_costs(balancing_gpt(), 2, 8, 2), free, o, std::move(own));
     comm.balancer = balancer.get();
     base = balancer->work_of(0) / 10.0;
   }
@@ -273,4 +274,34 @@ TEST_CASE("hybrid: a quiet machine's jitter of +-25% on both ranks resizes no st
     INFO("slow: ", slow);
     CHECK(slow.find("resize") != std::string::npos);
   }
+}
+
+namespace {
+// A policy of one's own that gives the replicas' windows the other way round.
+class SwappedShares : public BalancePolicy {
+ public:
+  Decision decide(const Observation& o) override {
+    Decision d = keep_at(o, o.speeds);
+    d.shares.assign(o.replicas.windows.rbegin(), o.replicas.windows.rend());
+    return d;
+  }
+};
+}  // namespace
+
+TEST_CASE("the balancing decision carries the replicas' window shares") {
+  const std::vector<int64_t> even{4, 4}, by_speed{2, 6};
+  for (const std::string policy : {"none", "migrate", "resize", "hybrid", "proportional"}) {
+    INFO(policy);
+    DrivenBalancer d(policy);
+    CHECK(d.step(1).shares.empty());  // one replica: nothing to share
+    d.balancer->observe_replicas({even, {1, 3}, 0, true});
+    CHECK(d.step(1).shares == by_speed);
+    d.balancer->observe_replicas({even, {1, 3}, 0, false});  // kept even
+    CHECK(d.step(1).shares == even);
+    d.balancer->observe_replicas({even, {0, 0}, 0, true});  // not measured yet
+    CHECK(d.step(1).shares == even);
+  }
+  DrivenBalancer own("none", 100, std::make_unique<SwappedShares>());
+  own.balancer->observe_replicas({by_speed, {1, 3}, 0, true});
+  CHECK(own.step(1).shares == std::vector<int64_t>{6, 2});
 }

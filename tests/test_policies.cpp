@@ -51,7 +51,7 @@ struct Seen {
     for (double& x : speeds) x *= base;
     for (double& x : fast) x *= base;
     return Observation{step, rank, rows, speeds, fast, partition, units, costs, comm, importance, since_move, -1,
-                       [this](const std::vector<double>&) { return ++share_calls, share; }};
+                       [this](const std::vector<double>&) { return ++share_calls, share; }, {}};
   }
 };
 

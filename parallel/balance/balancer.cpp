@@ -112,10 +112,12 @@ BalanceStep Balancer::after_step(double compute_ms, double wait_ms, const std::v
   observe_settling();
   Observation seen{monitor_.samples(), comm_.rank(), monitor_.table(), monitor_.speeds(), monitor_.fast_speeds(),
                    partition_, units_, costs_, comm_model_, resizer_, since_move_, migration_cost_ms_,
-                   [&](const std::vector<double>& speed) { return skipped_share(params, speed); }};
-  // One rank has no one to balance with.
+                   [&](const std::vector<double>& speed) { return skipped_share(params, speed); }, replicas_};
+  // One rank has no one to balance with (but its replica may have other replicas to share with).
   Decision d = comm_.size() == 1 ? keep_at(seen, seen.speeds) : policy_->decide(seen);
+  if (d.shares.empty() && seen.replicas.replicas() > 1) d.shares = policy_->window_shares(seen);
   BalanceStep out;
+  out.shares = d.shares;
   out.plan = d.plan;
   out.action = d.action;
   out.choice = action_name(d.action);

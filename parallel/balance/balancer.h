@@ -27,6 +27,7 @@ struct BalanceStep {
   std::string choice = "keep";  // action_name(action), for logs
   RepartitionStats moved;
   double migrate_ms = 0;
+  std::vector<int64_t> shares;  // the windows of each replica from the next step on (empty: one replica)
 };
 
 class Balancer {
@@ -40,6 +41,9 @@ class Balancer {
            CommCostModel comm_model, BalanceOptions o, std::unique_ptr<BalancePolicy> policy);
   BalanceStep after_step(double compute_ms, double wait_ms, const std::vector<Parameter*>& params,
                          const std::vector<std::string>& slots);
+  // With data parallelism: the replicas as measured after a step, for the next decision (the
+  // trainer's WindowShares gathers them after after_step).
+  void observe_replicas(ReplicaView replicas) { replicas_ = std::move(replicas); }
   // With resizing: after backward, before the optimizer (importance needs the gradients).
   void observe_gradients(const std::vector<Parameter*>& params, int64_t step);
   const Partition& partition() const { return partition_; }
@@ -67,6 +71,7 @@ class Balancer {
   double move_transfer_ms_ = 0;
   int64_t skipped_ = 0;       // units this rank skips now
   double skipped_work_ = 0;   // and their work
+  ReplicaView replicas_;      // empty with one replica
 
   void observe_settling();
   double skipped_share(const std::vector<Parameter*>& params, const std::vector<double>& speed);

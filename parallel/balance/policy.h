@@ -4,6 +4,9 @@
 // members (one object lives for the whole run, on every rank). Every rank sees the same table
 // and speeds, so a policy that decides from them alone makes every rank decide alike; the
 // only per-rank parts are `rank` and what resizing keeps here.
+// With data parallelism (--tp smaller than the world) each replica's balancer balances its own
+// tensor-parallel group, and the same decision also says how many windows of a step each
+// replica computes (Decision::shares, from Observation::replicas); resizing stays per rank.
 // Policies live in parallel/balance/policies/, one file each, and are listed in registered.h.
 #include <functional>
 #include <map>
@@ -16,6 +19,7 @@
 #include "parallel/balance/planner.h"
 #include "parallel/balance/resizer.h"
 #include "parallel/comm/cost_model.h"
+#include "parallel/dp/window_shares.h"
 
 namespace flextp {
 
@@ -35,6 +39,10 @@ struct Observation {
   // The share of importance resizing at these speeds would skip, averaged over the ranks. A
   // collective: call it on every rank or on none (decide from what all ranks see alike).
   std::function<double(const std::vector<double>& speed)> skipped_share;
+  // The data-parallel replicas (parallel/dp/window_shares.h): each one's windows of a step now and
+  // its smoothed speed in windows per ms, measured up to the step before this one (0: not yet);
+  // the same on every rank of every replica. Empty with one replica.
+  ReplicaView replicas;
 
   int ranks() const { return static_cast<int>(speeds.size()); }
   // The registry's entry of the group a partition key names.
@@ -51,6 +59,10 @@ struct Decision {
   // resize: units of each resizable group this rank keeps (the least important others are
   // skipped); a group not listed keeps all its units.
   std::map<std::string, int64_t> keep;
+  // Data parallelism: the windows of a step each replica computes from the next step on (whole
+  // micro-steps, at least one each, summing to the batch; the loss stays the same mean). Empty:
+  // the balancer asks the policy's window_shares(). Every replica must decide the same shares.
+  std::vector<int64_t> shares;
 };
 
 class BalancePolicy {
@@ -59,6 +71,11 @@ class BalancePolicy {
   virtual Decision decide(const Observation& o) = 0;
   // Whether the balancer must score the importance of units from the gradients (for resizing).
   virtual bool uses_importance() const { return false; }
+  // The window shares when decide() leaves Decision::shares empty (also asked, without decide(),
+  // when a replica is a single rank: nothing moves inside it). The built-in rule: in proportion
+  // to the replicas' speeds, changed only when that clearly shortens the step (speed_shares).
+  // Decide from o.replicas alone, so that every replica decides alike.
+  virtual std::vector<int64_t> window_shares(const Observation& o) { return speed_shares(o.replicas); }
 };
 
 // Helpers for policies.

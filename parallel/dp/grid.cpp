@@ -29,6 +29,14 @@ std::pair<int64_t, int64_t> Grid::windows(int64_t batch) const {
   return {dp_rank * share, share};
 }
 
+std::pair<int64_t, int64_t> Grid::windows(const std::vector<int64_t>& shares) const {
+  FLEXTP_CHECK(static_cast<int>(shares.size()) == dp, shares.size(), " window shares for ", dp, " replicas");
+  int64_t first = 0;
+  for (int d = 0; d < dp_rank; ++d) first += shares[d];
+  FLEXTP_CHECK(shares[dp_rank] > 0, "replica ", dp_rank, " has a share of ", shares[dp_rank], " windows");
+  return {first, shares[dp_rank]};
+}
+
 int64_t micro_steps(int64_t share, int64_t micro) {
   FLEXTP_CHECK(micro >= 0, "a micro-batch of ", micro, " windows: it must be positive (0: the whole share)");
   if (micro == 0) return 1;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace flextp {
 
@@ -26,6 +27,10 @@ struct Grid {
   // The windows of a step of `batch` windows that this replica computes: [first, first + count).
   // Even shares (batch must divide by dp), replica d taking the d-th run of windows in order.
   std::pair<int64_t, int64_t> windows(int64_t batch) const;
+  // The same with the windows each replica computes (parallel/dp/window_shares.h): replica d takes
+  // the shares[d] windows after those of replicas < d, so the step's windows are the same
+  // whatever the shares.
+  std::pair<int64_t, int64_t> windows(const std::vector<int64_t>& shares) const;
 };
 
 // Micro-steps of `micro` windows (0: the whole share at once) for a share of `share` windows: an
