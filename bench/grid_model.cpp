@@ -6,34 +6,13 @@
 #include "core/error.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
+#include "parallel/dp/window_shares.h"
 
 namespace flextp {
 
 double Link::ring_allreduce_ms(double bytes, int ranks) const {
   if (ranks <= 1) return 0;
   return 2.0 * (ranks - 1) * (latency_us / 1000.0 + bytes / ranks / (gbs * 1e6));
-}
-
-std::vector<int64_t> speed_window_shares(const std::vector<double>& window_ms, int64_t batch) {
-  FLEXTP_CHECK(!window_ms.empty(), "window shares: no replicas");
-  FLEXTP_CHECK(batch >= 0, "window shares: a batch of ", batch, " windows");
-  for (double t : window_ms)
-    FLEXTP_CHECK(std::isfinite(t) && t > 0, "window shares: a replica's time per window must be positive, got ", t);
-  const int n = static_cast<int>(window_ms.size());
-  std::vector<int64_t> share(n, 0);
-  for (int64_t w = 0; w < batch; ++w) {
-    int best = 0;
-    for (int d = 1; d < n; ++d)
-      if ((share[d] + 1) * window_ms[d] < (share[best] + 1) * window_ms[best]) best = d;
-    ++share[best];
-  }
-  return share;
-}
-
-std::vector<int64_t> even_window_shares(int replicas, int64_t batch) {
-  FLEXTP_CHECK(replicas > 0 && batch % replicas == 0, "even window shares: ", batch, " windows do not split evenly over ",
-               replicas, " replicas");
-  return std::vector<int64_t>(replicas, batch / replicas);
 }
 
 GridModel::GridModel(const GPTConfig& c, int64_t seq, int tp, int64_t batch, double window_ms, Link tp_link,
@@ -82,7 +61,10 @@ double GridModel::step_ms(const GridSpeeds& speed, bool migrate, bool shares) co
   const int dp = static_cast<int>(speed.size());
   std::vector<double> per_window;
   for (const auto& replica : speed) per_window.push_back(replica_window_ms(replica, migrate));
-  std::vector<int64_t> share = shares ? speed_window_shares(per_window, batch_) : even_window_shares(dp, batch_);
+  // Train's own rule (parallel/dp/window_shares.h), at its steady state: no hysteresis.
+  std::vector<double> speed_per_ms;
+  for (double t : per_window) speed_per_ms.push_back(1.0 / t);
+  std::vector<int64_t> share = shares ? proportional_shares(speed_per_ms, batch_, 0) : even_shares(batch_, dp, 0);
   double slowest = 0;
   for (int d = 0; d < dp; ++d) slowest = std::max(slowest, share[d] * per_window[d]);
   return slowest + dp_allreduce_ms(dp);

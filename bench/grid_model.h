@@ -28,15 +28,6 @@ struct Link {
   double ring_allreduce_ms(double bytes, int ranks) const;
 };
 
-// Whole windows to replicas that compute one window in window_ms[d]: each window goes to the
-// replica that would finish its share soonest (the planner's rule for units), which minimises
-// the slowest replica; ties go to the lower replica. The shares add up to `batch`. (The bench's
-// own until train's window shares, written at the same time in parallel/dp, can serve.)
-std::vector<int64_t> speed_window_shares(const std::vector<double>& window_ms, int64_t batch);
-
-// `batch` windows split evenly over `replicas` (an error when it does not divide).
-std::vector<int64_t> even_window_shares(int replicas, int64_t batch);
-
 // Rank speeds of a grid: speed[replica][tensor-parallel rank], 1 the nominal speed.
 using GridSpeeds = std::vector<std::vector<double>>;
 
