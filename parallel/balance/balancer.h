@@ -27,6 +27,7 @@ struct BalanceStep {
   std::string choice = "keep";  // action_name(action), for logs
   RepartitionStats moved;
   double migrate_ms = 0;
+  bool work_changed = false;  // units moved, skipped or restored: the steps' segments hold other work now
 };
 
 class Balancer {
@@ -38,8 +39,9 @@ class Balancer {
   // With a policy of one's own, registered or not.
   Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition initial, UnitCosts costs,
            CommCostModel comm_model, BalanceOptions o, std::unique_ptr<BalancePolicy> policy);
+  // burst_ms: this rank's burst in the step (StepClock::step_burst_ms; 0 where unmeasured).
   BalanceStep after_step(double compute_ms, double wait_ms, const std::vector<Parameter*>& params,
-                         const std::vector<std::string>& slots);
+                         const std::vector<std::string>& slots, double burst_ms = 0);
   // With resizing: after backward, before the optimizer (importance needs the gradients).
   void observe_gradients(const std::vector<Parameter*>& params, int64_t step);
   const Partition& partition() const { return partition_; }
