@@ -43,16 +43,20 @@ TEST_CASE("the burst meter charges a rank the time its segments run over their o
   // Three sync points a step. Rank 0 steady; rank 1 steady too but twice as slow (the emulated
   // straggler: slow, not bursty); rank 2 like rank 0 but late by 4 ms at the second sync point
   // in every fourth step (a time slice lost).
-  std::vector<std::vector<double>> steady, slow, bursty;
+  // Rank 3 is steady until it slows down 3x evenly from step 8 (an emulated straggler's onset).
+  std::vector<std::vector<double>> steady, slow, bursty, onset;
   for (int step = 0; step < 16; ++step) {
     steady.push_back({5, 3, 7});
     slow.push_back({10, 6, 14});
     bursty.push_back({5, step % 4 == 3 ? 7.0 : 3.0, 7});
+    onset.push_back(step < 8 ? std::vector<double>{5, 3, 7} : std::vector<double>{15, 9, 21});
   }
   for (double b : bursts(steady)) CHECK(b == 0.0);
   for (double b : bursts(slow)) CHECK(b == 0.0);
+  for (double b : bursts(onset)) CHECK(b == doctest::Approx(0.0));  // slower, not bursty
   std::vector<double> late = bursts(bursty);
-  CHECK(late[3] == 4.0);  // the first burst: 4 ms over a mean of exactly 3
+  // The first burst: 4 ms over a mean of exactly 3, the other segments at their usual pace.
+  CHECK(late[3] == 4.0);
   for (int step = 0; step < 16; ++step) {
     INFO("step ", step);
     if (step % 4 != 3) CHECK(late[step] == 0.0);  // early relative to its mean: no one waits for it
@@ -64,7 +68,7 @@ TEST_CASE("the burst meter charges a rank the time its segments run over their o
 TEST_CASE("the burst meter restarts when the step's sync points change (or the rank's work does)") {
   BurstMeter meter;
   CHECK(meter.observe({5, 3}) == 0.0);
-  CHECK(meter.observe({5, 6}) == 3.0);
+  CHECK(meter.observe({5, 6}) == 3.0);  // the pace of the segment on time
   CHECK(meter.observe({9, 9, 9}) == 0.0);  // another shape of step: new means
   CHECK(meter.steps() == 1);
   CHECK(meter.observe({9, 10, 9}) == 1.0);

@@ -5,8 +5,11 @@
 // the planner balances, says nothing is amiss. The meter keeps, per sync point of the step (the
 // k-th compute segment, which holds the same work every step), the running mean of the segment's
 // time, and takes as the step's burst the sum over sync points of how far each segment ran over
-// its own mean: the time by which this rank, at its mean pace elsewhere, keeps the others waiting
-// at a collective where they are on time. The planner adds it to the rank's cost (planner.h).
+// its mean scaled to the step's own pace (the median of its segments' times over their means): the time
+// by which this rank, at its pace elsewhere, keeps the others waiting at a collective where they
+// are on time. A rank slowed evenly over a step (a lasting slowdown, an emulated straggler's
+// onset) has no burst: that is a change of speed, which the monitor tracks. The planner adds the
+// burst to the rank's cost (planner.h).
 //
 // Why this and not an attribution of the others' waits to the last arriver: that needs every
 // rank's per-segment times on every rank (a table as wide as the step has collectives, whose
@@ -26,8 +29,9 @@ class BurstMeter {
   // window: the span in steps of the per-segment means (alpha = 2 / (window + 1)).
   explicit BurstMeter(int window = 8);
   // One step's compute segments, in order. Returns the step's burst in ms: the sum over
-  // segments of max(0, time - the segment's mean before this step). A step whose number of
-  // segments differs from the last one's restarts the means (and counts no burst).
+  // segments of max(0, time - pace x the segment's mean before this step), pace = the lower
+  // median of time / mean over the segments. A step whose number of segments differs from the
+  // last one's restarts the means (and counts no burst).
   double observe(const std::vector<double>& segment_ms);
   int64_t steps() const { return steps_; }
 
