@@ -16,7 +16,7 @@
 // length the ranks must first agree on), and it cannot tell a rank that is late because it is
 // bursty from one that is late because it holds more work, nor a rank descheduled inside a
 // collective from one that arrived late: in a balanced split both ranks are "last" half the
-// time. The deviation from the rank's own per-segment mean is local, costs two numbers on the
+// time. The deviation from the rank's own per-segment mean is local, costs one number on the
 // monitor's row, and is zero for a rank that is slow but steady (the emulated straggler), so the
 // mean-speed model stays exactly as it was where there are no bursts.
 #include <cstdint>
