@@ -82,16 +82,18 @@ StepReport Trainer::step(int64_t step) {
                "); lower --lr or raise --grad-clip. The last good checkpoint is untouched",
                o_.save.empty() ? std::string(" (none was saved: no --save)") : ": see --save " + o_.save + " and its -step files");
   clock_.end_segment();
-  double compute_ms = clock_.compute_ms(), wait_ms = clock_.wait_ms();
+  double compute_ms = clock_.compute_ms(), wait_ms = clock_.wait_ms(), burst_ms = clock_.step_burst_ms();
   if (several_replicas()) {
     // One decision for every replica: each tensor-parallel slot is as slow as its slowest replica
     // (the gradient sum waits for it anyway), so all balancers see the same table and keep the
     // same partition, which the slot-by-slot gradient sum needs (checked below).
-    Tensor times = Tensor::from_vector<double>({compute_ms, wait_ms}, {2});
+    Tensor times = Tensor::from_vector<double>({compute_ms, wait_ms, burst_ms}, {3});
     replicas_.comm->all_reduce(times, ReduceOp::Max);
     compute_ms = times.to_vector<double>()[0], wait_ms = times.to_vector<double>()[1];
+    burst_ms = times.to_vector<double>()[2];
   }
-  r.balance = balancer_.after_step(compute_ms, wait_ms, params_, opt_.slot_names());
+  r.balance = balancer_.after_step(compute_ms, wait_ms, params_, opt_.slot_names(), burst_ms);
+  if (r.balance.work_changed) clock_.restart_bursts();  // the segments' means no longer hold
   if (several_replicas()) check_replicas_agree(*replicas_.comm, balancer_.partition(), params_);
   if (several_replicas()) {  // the replicas' speeds of this step; the next step's shares
     r.replicas = shares_.after_step(clock_.untimed(), *replicas_.comm, windows_ms, windows.second,

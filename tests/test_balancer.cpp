@@ -305,3 +305,25 @@ TEST_CASE("the balancing decision carries the replicas' window shares") {
   own.balancer->observe_replicas({by_speed, {1, 3}, 0, true});
   CHECK(own.step(1).shares == std::vector<int64_t>{6, 2});
 }
+
+TEST_CASE("the balancer records this rank's burst and says when the steps' work changed (the bursts' means restart)") {
+  DrivenBalancer d("migrate");
+  for (int i = 0; i < 4; ++i) CHECK_FALSE(d.step(1).work_changed);
+  CHECK(d.balancer->after_step(10, 0, d.params, {"m", "v"}, 2.5).work_changed == false);
+  CHECK(d.balancer->monitor().table()[0].burst_ms > 0);  // rank 0's own burst, smoothed
+  CHECK(d.balancer->monitor().table()[1].burst_ms == 0.0);  // rank 1 played without bursts
+  std::string changed;
+  for (int i = 0; i < 3; ++i) {
+    BalanceStep s = d.step(0.5);
+    append(changed, s.choice + (s.work_changed ? "!" : ""));
+  }
+  CHECK(changed == "keep migrate! keep");
+
+  DrivenBalancer r("resize");
+  for (int i = 0; i < 4; ++i) r.step(1);
+  BalanceStep first = r.step(0.5);
+  CHECK(first.choice == "resize");
+  CHECK(first.work_changed);
+  CHECK(r.step(1).work_changed);  // units restored: the work changed again
+  CHECK(r.step(1).work_changed == false);
+}

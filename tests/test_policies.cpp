@@ -263,3 +263,27 @@ TEST_CASE("README's \"Writing a balancing policy\" shows the shipped example pol
   CHECK(readme.find("```cpp\n" + example + "```\n") != std::string::npos);
   CHECK(text("parallel/balance/policies/registered.h").find("\nFLEXTP_POLICY(proportional)\n") != std::string::npos);
 }
+
+TEST_CASE("migrate gives a bursty rank fewer units than its mean speed says; none and keep count its waits") {
+  Seen s;
+  const std::vector<double> speed{0.5 * s.base, s.base};
+  Partition by_speed = balanced_partition(s.partition, speed, s.costs);
+  auto units_of = [&](const Partition& p, int rank) {
+    size_t n = 0;
+    for (const auto& [group, owners] : p.groups()) n += p.units_of(group, rank).size();
+    return n;
+  };
+  s.rows[0].burst_ms = 1;  // the slow rank also runs late by 1 ms a step (10% of an even share)
+  Decision d = policy("migrate")->decide(s.at({0.5, 1}));
+  CHECK(d.action == Action::migrate);
+  CHECK(units_of(d.plan.target, 0) < units_of(by_speed, 0));
+  CHECK(d.plan.target == burst_aware_partition(s.partition, speed, s.costs, {1, 0}));
+  // At equal speeds, evenly split, the others wait for the whole burst.
+  Decision none = policy("none")->decide(s.at({1, 1}));
+  CHECK(none.plan.burst_wait_ms == doctest::Approx(1.0));
+  CHECK(none.plan.now_ms == doctest::Approx(predicted_step_ms(s.partition, {s.base, s.base}, s.costs) + 1.0));
+  // The hybrid weighs resizing against the mean-speed step: a burst alone never makes it drop work.
+  s.rows[0].burst_ms = 8;
+  auto hybrid = policy("hybrid", 0);
+  for (int i = 0; i < 3; ++i) CHECK(hybrid->decide(s.at({1, 1})).action == Action::keep);
+}

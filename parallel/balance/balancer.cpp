@@ -106,8 +106,8 @@ void Balancer::observe_settling() {
 }
 
 BalanceStep Balancer::after_step(double compute_ms, double wait_ms, const std::vector<Parameter*>& params,
-                                 const std::vector<std::string>& slots) {
-  monitor_.record(comm_, compute_ms, wait_ms, work_of(comm_.rank()), unit_counts(comm_.rank()));
+                                 const std::vector<std::string>& slots, double burst_ms) {
+  monitor_.record(comm_, compute_ms, wait_ms, work_of(comm_.rank()), unit_counts(comm_.rank()), burst_ms);
   ++since_move_;
   observe_settling();
   Observation seen{monitor_.samples(), comm_.rank(), monitor_.table(), monitor_.speeds(), monitor_.fast_speeds(),
@@ -121,6 +121,7 @@ BalanceStep Balancer::after_step(double compute_ms, double wait_ms, const std::v
   out.plan = d.plan;
   out.action = d.action;
   out.choice = action_name(d.action);
+  const bool was_resized = skipped_ > 0;
   switch (d.action) {
     case Action::resize: resize(params, d.keep); break;
     case Action::migrate: migrate(d.plan, params, slots, out); break;
@@ -129,6 +130,7 @@ BalanceStep Balancer::after_step(double compute_ms, double wait_ms, const std::v
       if (skipped_) restore(params);
       break;
   }
+  out.work_changed = d.action == Action::resize || d.action == Action::migrate || was_resized;
   return out;
 }
 

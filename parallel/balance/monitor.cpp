@@ -1,5 +1,6 @@
 #include "parallel/balance/monitor.h"
 
+#include <cmath>
 #include <iterator>
 
 #include "core/error.h"
@@ -9,8 +10,8 @@ namespace flextp {
 namespace {
 
 // A row on the wire: the times and the work, the units held of each kind (in kUnitKinds order),
-// then the units skipped.
-constexpr int kRowWidth = 3 + static_cast<int>(std::size(kUnitKinds)) + 1;
+// the units skipped, then the step's burst.
+constexpr int kRowWidth = 3 + static_cast<int>(std::size(kUnitKinds)) + 2;
 
 }  // namespace
 
@@ -18,16 +19,20 @@ Monitor::Monitor(int ranks, int window, double jump) : rows_(ranks), alpha_(2.0 
   FLEXTP_CHECK(window >= 1, "the monitor window must be at least 1 step, got ", window);
 }
 
-std::vector<double> Monitor::row(double compute_ms, double wait_ms, double work, const UnitCounts& units) {
+std::vector<double> Monitor::row(double compute_ms, double wait_ms, double work, const UnitCounts& units,
+                                 double burst_ms) {
   std::vector<double> row{compute_ms, wait_ms, work};
   for (UnitKind k : kUnitKinds) row.push_back(static_cast<double>(units.held.at(k)));
   row.push_back(static_cast<double>(units.skipped));
+  row.push_back(burst_ms);
   return row;
 }
 
-void Monitor::record(Communicator& comm, double compute_ms, double wait_ms, double work, const UnitCounts& units) {
+void Monitor::record(Communicator& comm, double compute_ms, double wait_ms, double work, const UnitCounts& units,
+                     double burst_ms) {
+  FLEXTP_CHECK(std::isfinite(burst_ms) && burst_ms >= 0, "the monitor got a burst of ", burst_ms, " ms");
   const int n = static_cast<int>(rows_.size()), width = kRowWidth;
-  std::vector<double> mine = row(compute_ms, wait_ms, work, units);
+  std::vector<double> mine = row(compute_ms, wait_ms, work, units, burst_ms);
   Tensor in = Tensor::from_vector(mine, {1, width}), all = Tensor::empty({n, width}, DType::F64);
   comm.all_gather(in, all);
   std::vector<double> t = all.to_vector<double>();
@@ -38,7 +43,9 @@ void Monitor::record(Communicator& comm, double compute_ms, double wait_ms, doub
     row.work = t[r * width + 2];
     const double* counts = t.data() + r * width + 3;
     for (UnitKind k : kUnitKinds) row.units.held[k] = static_cast<int64_t>(*counts++);
-    row.units.skipped = static_cast<int64_t>(*counts);
+    row.units.skipped = static_cast<int64_t>(*counts++);
+    // Bursts come and go by nature: always the average, never the persistence rule of speeds.
+    row.burst_ms = samples_ == 0 ? *counts : alpha_ * *counts + (1 - alpha_) * row.burst_ms;
     double speed = row.compute_ms > 0 ? row.work / row.compute_ms : row.speed;
     auto off = [&](double x) { return x > row.speed * (1 + jump_) ? 1 : x < row.speed * (1 - jump_) ? -1 : 0; };
     bool persistent = samples_ >= 2 && off(speed) != 0 && off(speed) == off(row.last_raw);
@@ -55,6 +62,12 @@ std::vector<double> Monitor::speeds() const {
   std::vector<double> s;
   for (const RankRow& r : rows_) s.push_back(r.speed);
   return s;
+}
+
+std::vector<double> bursts_of(const std::vector<RankRow>& table) {
+  std::vector<double> b;
+  for (const RankRow& r : table) b.push_back(r.burst_ms);
+  return b;
 }
 
 std::vector<double> Monitor::fast_speeds() const {

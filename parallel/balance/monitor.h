@@ -7,6 +7,9 @@
 // `jump`, the same way) replaces the average at once: a lasting slowdown is seen in two steps,
 // a one-step blip is not. Every rank then holds identical numbers: the planner needs no
 // coordinator. Resizing, which costs nothing to undo, may act on one sample (fast_speeds).
+// Each rank also reports its step's burst (BurstMeter, burst_meter.h: how far its compute
+// segments ran over their own means, the waits it makes the others suffer beyond what its mean
+// speed explains), smoothed by the same average.
 #include <vector>
 
 #include "core/unit_layout.h"
@@ -17,17 +20,23 @@ namespace flextp {
 struct RankRow {
   double compute_ms = 0, wait_ms = 0, work = 0;
   double speed = 0;  // smoothed work per ms
+  double burst_ms = 0;  // smoothed burst per step: ms over its segments' means (0: steady)
   double last_raw = 0;  // the previous step's work per ms
   UnitCounts units;  // units held per kind, and how many of them resizing skipped in the step
 };
+
+// Every rank's smoothed burst per step in a table, ms (what the planner adds to its cost).
+std::vector<double> bursts_of(const std::vector<RankRow>& table);
 
 class Monitor {
  public:
   // window: the EMA's span in steps (alpha = 2 / (window + 1)).
   Monitor(int ranks, int window, double jump = 0.25);
-  void record(Communicator& comm, double compute_ms, double wait_ms, double work, const UnitCounts& units);
+  void record(Communicator& comm, double compute_ms, double wait_ms, double work, const UnitCounts& units,
+              double burst_ms = 0);
   // One rank's row of the all-gathered table (what a test plays for the other ranks).
-  static std::vector<double> row(double compute_ms, double wait_ms, double work, const UnitCounts& units);
+  static std::vector<double> row(double compute_ms, double wait_ms, double work, const UnitCounts& units,
+                                 double burst_ms = 0);
   const std::vector<RankRow>& table() const { return rows_; }
   std::vector<double> speeds() const;
   // For decisions that are cheap to undo (resizing): the last sample where it is off the

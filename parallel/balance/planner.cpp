@@ -42,10 +42,60 @@ double ideal_step_ms(const Partition& p, const std::vector<double>& speed, const
   return work / std::max(total_speed, 1e-30);
 }
 
+namespace {
+
+// Bursts given per rank (or none at all), each finite and >= 0.
+bool has_bursts(const std::vector<double>& burst_ms, int ranks) {
+  if (burst_ms.empty()) return false;
+  FLEXTP_CHECK(static_cast<int>(burst_ms.size()) == ranks, "planner: ", burst_ms.size(), " bursts for ", ranks,
+               " ranks");
+  bool any = false;
+  for (double b : burst_ms) {
+    FLEXTP_CHECK(std::isfinite(b) && b >= 0, "planner: bursts must be finite and >= 0 ms, got ", b);
+    any = any || b > 0;
+  }
+  return any;
+}
+
+}  // namespace
+
+double burst_wait_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c,
+                     const std::vector<double>& burst_ms) {
+  const int n = p.ranks();
+  if (!has_bursts(burst_ms, n) || n < 2) return 0.0;  // one rank waits for no one
+  // Each rank's mean time on its units: the replicated work is on every rank's path at the
+  // slowest rank's speed (predicted_step_ms), so it moves no rank's arrival against another's.
+  std::vector<double> work = rank_work(p, c), mean(n);
+  for (int r = 0; r < n; ++r) mean[r] = (work[r] - c.replicated_work) / std::max(speed[r], 1e-30);
+  double wait = 0;
+  for (int r = 0; r < n; ++r) {
+    double others = 0;
+    for (int j = 0; j < n; ++j)
+      if (j != r) others = std::max(others, mean[j]);
+    wait = std::max(wait, burst_ms[r] - std::abs(mean[r] - others) / 2);
+  }
+  return wait;
+}
+
+double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c,
+                         const std::vector<double>& burst_ms) {
+  return predicted_step_ms(p, speed, c) + burst_wait_ms(p, speed, c, burst_ms);
+}
+
 Partition balanced_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c) {
+  return balanced_partition(current, speed, c, {});
+}
+
+Partition balanced_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
+                             const std::vector<double>& head_start_ms) {
   const int n = current.ranks();
   FLEXTP_CHECK(static_cast<int>(speed.size()) == n, "planner: ", speed.size(), " speeds for ", n, " ranks");
   for (double s : speed) FLEXTP_CHECK(std::isfinite(s) && s > 0, "planner: speeds must be positive, got ", s);
+  FLEXTP_CHECK(head_start_ms.empty() || static_cast<int>(head_start_ms.size()) == n, "planner: ",
+               head_start_ms.size(), " head starts for ", n, " ranks");
+  double total_unit_work = 0;
+  for (const auto& [group, owners] : current.groups())
+    total_unit_work += (c.work.count(group) ? c.work.at(group) : 0.0) * static_cast<double>(owners.size());
   Partition target = current;
   for (const auto& [group, owners] : current.groups()) {
     // Each group on its own (its ranks meet at its collective): units one at a time to the rank
@@ -53,10 +103,17 @@ Partition balanced_partition(const Partition& current, const std::vector<double>
     // units. Ties go to the lower rank, so every rank decides alike.
     int64_t units = static_cast<int64_t>(owners.size());
     std::vector<int64_t> count(n, 0);
+    const double unit = c.work.count(group) ? c.work.at(group) : 0.0;
+    std::vector<double> start(n, 0.0);  // this group's share of each rank's head start
+    if (!head_start_ms.empty() && total_unit_work > 0)
+      for (int r = 0; r < n; ++r) start[r] = head_start_ms[r] * unit * static_cast<double>(units) / total_unit_work;
     for (int64_t i = 0; i < units; ++i) {
       int best = 0;
       for (int r = 1; r < n; ++r)
-        if ((count[r] + 1) / speed[r] < (count[best] + 1) / speed[best]) best = r;
+        if (head_start_ms.empty() ? (count[r] + 1) / speed[r] < (count[best] + 1) / speed[best]
+                                  : (count[r] + 1) * unit / speed[r] + start[r] <
+                                        (count[best] + 1) * unit / speed[best] + start[best])
+          best = r;
       ++count[best];
     }
     // Fewest moves: ranks above their count release their highest units to ranks below theirs.
@@ -80,12 +137,28 @@ Partition balanced_partition(const Partition& current, const std::vector<double>
   return target;
 }
 
+Partition burst_aware_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
+                                const std::vector<double>& burst_ms) {
+  Partition best = balanced_partition(current, speed, c);
+  if (!has_bursts(burst_ms, current.ranks())) return best;
+  double best_ms = predicted_step_ms(best, speed, c, burst_ms);
+  for (double times : {1.0, 2.0}) {
+    std::vector<double> start;
+    for (double b : burst_ms) start.push_back(times * b);
+    Partition t = balanced_partition(current, speed, c, start);
+    double ms = predicted_step_ms(t, speed, c, burst_ms);
+    if (ms < best_ms) best = t, best_ms = ms;  // ties keep the smaller head start
+  }
+  return best;
+}
+
 Plan plan_migration(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
-                    const CommCostModel& comm, const PlannerOptions& o) {
+                    const CommCostModel& comm, const PlannerOptions& o, const std::vector<double>& burst_ms) {
   Plan plan;
-  plan.target = balanced_partition(current, speed, c);
-  plan.now_ms = predicted_step_ms(current, speed, c);
-  plan.after_ms = predicted_step_ms(plan.target, speed, c);
+  plan.target = burst_aware_partition(current, speed, c, burst_ms);
+  plan.now_ms = predicted_step_ms(current, speed, c, burst_ms);
+  plan.burst_wait_ms = burst_wait_ms(plan.target, speed, c, burst_ms);
+  plan.after_ms = predicted_step_ms(plan.target, speed, c) + plan.burst_wait_ms;
   plan.ideal_ms = ideal_step_ms(current, speed, c);
   for (const auto& [group, owners] : current.groups()) {
     const std::vector<int>& next = plan.target.owners(group);
@@ -99,7 +172,10 @@ Plan plan_migration(const Partition& current, const std::vector<double>& speed, 
   double saving = plan.now_ms - plan.after_ms;
   plan.migrate = plan.units_moved > 0 && saving * o.horizon > plan.transfer_ms &&
                  saving >= o.min_gain * plan.now_ms;
-  if (!plan.migrate) plan.target = current;
+  if (!plan.migrate) {
+    plan.target = current;
+    plan.burst_wait_ms = burst_wait_ms(current, speed, c, burst_ms);
+  }
   return plan;
 }
 
@@ -108,7 +184,12 @@ std::string Plan::str() const {
   std::snprintf(s, sizeof s, "%s: %lld units, %.0f KiB; step %.1f -> %.1f ms (ideal %.1f), transfer %.1f ms",
                 migrate ? "migrate" : "keep", static_cast<long long>(units_moved), bytes / 1024, now_ms, after_ms,
                 ideal_ms, transfer_ms);
-  return s;
+  std::string out = s;
+  if (burst_wait_ms > 0) {
+    std::snprintf(s, sizeof s, " (of it %.1f ms waiting for bursts)", burst_wait_ms);
+    out.insert(out.find(" (ideal"), s);
+  }
+  return out;
 }
 
 }  // namespace flextp

@@ -8,6 +8,18 @@
 //    lacks units of that group (never through a third rank): the fewest possible.
 //  - Hysteresis: migrate only when the predicted saving over the horizon exceeds the predicted
 //    transfer time and the step gets at least min_gain faster.
+//  - Bursts (optional): a rank that runs in time slices keeps the others waiting at the
+//    collectives where it runs late (its burst, BurstMeter: ms per step over its own mean pace).
+//    At one sync point, a rank whose mean time is a and whose lateness has mean excess b, beside
+//    steady ranks done at c, ends the point at E[max] ~ max(a, c, (a + c) / 2 + b): exact when
+//    the ranks are balanced (a = c: c + b) and when one is far ahead (the others absorb the
+//    burst, or it is the slowest anyway and its mean already holds its bursts). Summed over the
+//    step, the predicted step adds max over ranks of max(0, B_r - |T_r - T_others| / 2), with
+//    T the ranks' mean times on their units (the replicated work is every rank's at the slowest
+//    speed in this model, so it shifts no rank against another). A bursty rank should thus finish its mean work early by
+//    up to 2 B: the target gives it a head start (fewer units than its mean speed says), chosen
+//    among 0, B and 2 B by the predicted step. With no bursts all of this is exactly the
+//    mean-speed planner.
 #include <map>
 #include <string>
 #include <vector>
@@ -29,11 +41,25 @@ struct UnitCosts {
 std::vector<double> rank_work(const Partition& p, const UnitCosts& c);
 // The step's compute time: per group its slowest rank, plus the replicated work at the slowest speed.
 double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c);
+// The waits that bursts (per rank, ms per step; empty: none) add to the predicted step.
+double burst_wait_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c,
+                     const std::vector<double>& burst_ms);
+// The step with the bursts' waits: predicted_step_ms + burst_wait_ms.
+double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c,
+                         const std::vector<double>& burst_ms);
 // The lower bound: all work spread perfectly over the total speed.
 double ideal_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c);
 
 // The balanced target for these speeds, reached from `current` with the fewest moves.
 Partition balanced_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c);
+// The same with a head start per rank (ms of mean compute it should finish early by, spread over
+// the groups by their share of the work): a bursty rank gets fewer units.
+Partition balanced_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
+                             const std::vector<double>& head_start_ms);
+// The best target for these speeds and bursts: the head start 0, B or 2 B that the predicted step
+// (bursts included) likes best; with no bursts, balanced_partition.
+Partition burst_aware_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
+                                const std::vector<double>& burst_ms);
 
 struct PlannerOptions {
   int64_t horizon = 50;    // steps over which a migration must pay for itself
@@ -46,10 +72,12 @@ struct Plan {
   int64_t units_moved = 0;
   double bytes = 0;
   double now_ms = 0, after_ms = 0, transfer_ms = 0, ideal_ms = 0;
+  double burst_wait_ms = 0;  // the waits bursts add to the step the plan ends in (after_ms, or now_ms kept)
   std::string str() const;
 };
 
+// burst_ms: each rank's burst (the monitor's smoothed one); empty: the mean-speed planner.
 Plan plan_migration(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
-                    const CommCostModel& comm, const PlannerOptions& o);
+                    const CommCostModel& comm, const PlannerOptions& o, const std::vector<double>& burst_ms = {});
 
 }  // namespace flextp

@@ -21,6 +21,7 @@ StepClock::StepClock(Communicator& inner, SlowdownSchedule schedule)
 void StepClock::begin_step(int64_t step) {
   factor_ = schedule_.factor(inner_.rank(), step);
   compute_ms_ = wait_ms_ = 0;
+  segments_.clear();
   segment_start_ = now_ms();
 }
 
@@ -34,6 +35,7 @@ void StepClock::end_segment() {
   }
   double end = now_ms();
   compute_ms_ += end - segment_start_;
+  segments_.push_back(end - segment_start_);
   segment_start_ = end;
 }
 

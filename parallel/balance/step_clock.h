@@ -5,13 +5,15 @@
 #include <cstdint>
 #include <functional>
 
+#include "parallel/balance/burst_meter.h"
 #include "parallel/balance/slowdown.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/comm/cost_model.h"
 
 namespace flextp {
 
-// Forwards to another communicator; keeps this rank's compute and wait time per step, stretches
+// Forwards to another communicator; keeps this rank's compute and wait time per step (and the
+// time of each compute segment, for the burst meter), stretches
 // its compute segments by the slowdown factor of the current step, and does sum-all-reduces the
 // way the cost model chose (natively, or as reduce-scatter + all-gather).
 class StepClock : public Communicator {
@@ -36,6 +38,13 @@ class StepClock : public Communicator {
   double compute_ms() const { return compute_ms_; }
   double wait_ms() const { return wait_ms_; }
   double factor() const { return factor_; }
+  // This step's compute segments in order (the last ends at end_segment).
+  const std::vector<double>& segment_ms() const { return segments_; }
+  // Once per step, after its last end_segment: how far this step's segments ran over their
+  // means (BurstMeter), in ms.
+  double step_burst_ms() { return bursts_.observe(segments_); }
+  // The work of the segments changed (units moved, skipped or restored): their means restart.
+  void restart_bursts() { bursts_ = BurstMeter(); }
   // A collective on another communicator (a data-parallel group's), timed like this one's.
   void timed(const std::function<void()>& collective_call);
   // Bookkeeping collectives (the monitor's own all-gather) that must not count as waiting.
@@ -50,6 +59,8 @@ class StepClock : public Communicator {
   Communicator& inner_;
   SlowdownSchedule schedule_;
   double factor_ = 1.0, compute_ms_ = 0, wait_ms_ = 0, segment_start_ = 0;
+  std::vector<double> segments_;
+  BurstMeter bursts_;
   ReduceMethod reduce_ = ReduceMethod::AllReduce;
   bool sync_gpu_ = false;
 };

@@ -71,7 +71,9 @@ class HybridPolicy : public BalancePolicy {
     // Resizing costs nothing to undo: the hybrid weighs on the last step's speeds.
     const std::vector<double>& speed = o.fast_speeds;
     Decision keep = keep_at(o, speed);
-    double keep_ms = keep.plan.now_ms;
+    // The mean-speed step: the hybrid weighs resizing against it, and resizing has no model of
+    // bursts (a burst is no reason to drop work).
+    double keep_ms = predicted_step_ms(o.partition, speed, o.costs);
     double balanced_ms = predicted_step_ms(balanced_partition(o.partition, speed, o.costs), speed, o.costs);
     double resize_ms = resized_step_ms(o, speed);
     bool imbalanced = keep_ms > balanced_ms * (1 + planner_.min_gain) || resize_ms < keep_ms * (1 - planner_.min_gain);

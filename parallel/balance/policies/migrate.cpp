@@ -1,5 +1,6 @@
 // --balance migrate (lossless): once the monitor has settled, move whole units toward the fast
-// ranks when the planner predicts that the move pays for itself within the horizon.
+// ranks when the planner predicts that the move pays for itself within the horizon; the planner
+// weighs the ranks' bursts too (the waits a time-sliced rank causes).
 #include "parallel/balance/policy.h"
 
 namespace flextp {
@@ -11,7 +12,9 @@ class MigratePolicy : public BalancePolicy {
 
   Decision decide(const Observation& o) override {
     if (o.since_move < settle_steps_) return keep_at(o, o.speeds);
-    Plan plan = plan_migration(o.partition, o.speeds, o.costs, o.comm, planner_);
+    // A bursty rank's cost includes the waits it causes: it gets fewer units than its mean
+    // speed says (planner.h).
+    Plan plan = plan_migration(o.partition, o.speeds, o.costs, o.comm, planner_, bursts_of(o.table));
     if (!plan.migrate) {
       Decision keep;
       keep.plan = plan;  // its target is the current partition
