@@ -82,6 +82,10 @@ void TrainLog::metrics(const StepReport& r) {
     line["grid"] = {{"tp", r.grid.tp}, {"dp", r.grid.dp}, {"tp_rank", r.grid.tp_rank}, {"replica", r.grid.dp_rank}};
     line["dp_sync_bytes"] = r.dp_sync.bytes;
     line["dp_sync_buckets"] = r.dp_sync.buckets;
+    line["dp_sync_sent_bytes"] = r.dp_sync.bytes_sent;  // this rank's, beside what a ring all-reduce sends
+    line["dp_sync_ring_bytes"] = r.dp_sync.ring_bytes;
+    line["dp_sync_units_exchanged"] = r.dp_sync.units_exchanged;
+    line["dp_sync_extra_units"] = r.dp_sync.extra_units;
   }
   if (r.val_loss) line["val_loss"] = *r.val_loss;
   metrics_ << line.dump() << "\n" << std::flush;

@@ -5,7 +5,6 @@
 #include "bench/timer.h"
 #include "optim/clip.h"
 #include "parallel/dp/micro_batches.h"
-#include "parallel/dp/replica_agreement.h"
 
 namespace flextp {
 
@@ -19,9 +18,12 @@ Trainer::Trainer(const TrainOptions& o, GPT& model, Optimizer& opt, StepClock& c
                " replicas needs a data-parallel group of as many ranks");
   // Both checked before the first step: a bad share stops the run at once.
   micro_steps(replicas_.grid.windows(o.batch).second, o.micro_batch);
-  if (several_replicas())
-    sync_ = std::make_unique<GradientSync>(*replicas_.comm, replicas_.bucket_bytes,
+  if (several_replicas()) {
+    FLEXTP_CHECK(replicas_.world, "a grid of ", replicas_.grid.dp, " replicas needs the world's communicator");
+    sync_ = std::make_unique<GradientSync>(*replicas_.comm, *replicas_.world, replicas_.grid, balancer_.partition(),
+                                           replicas_.bucket_bytes,
                                            [this](const std::function<void()>& f) { clock_.timed(f); });
+  }
 }
 
 double Trainer::sum_over_replicas(double local) {
@@ -59,7 +61,7 @@ StepReport Trainer::step(int64_t step) {
   // reduced over the tensor-parallel group, is the global one.
   if (std::isfinite(r.loss)) {
     if (sync_) {
-      sync_->sum(params_);
+      sync_->sum(params_, balancer_.partition());
       r.dp_sync = sync_->stats();
     }
     r.grad_norm = clip_grad_norm(params_, o_.grad_clip, &clock_);
@@ -81,16 +83,10 @@ StepReport Trainer::step(int64_t step) {
                o_.save.empty() ? std::string(" (none was saved: no --save)") : ": see --save " + o_.save + " and its -step files");
   clock_.end_segment();
   double compute_ms = clock_.compute_ms(), wait_ms = clock_.wait_ms();
-  if (several_replicas()) {
-    // One decision for every replica: each tensor-parallel slot is as slow as its slowest replica
-    // (the gradient sum waits for it anyway), so all balancers see the same table and keep the
-    // same partition, which the slot-by-slot gradient sum needs (checked below).
-    Tensor times = Tensor::from_vector<double>({compute_ms, wait_ms}, {2});
-    replicas_.comm->all_reduce(times, ReduceOp::Max);
-    compute_ms = times.to_vector<double>()[0], wait_ms = times.to_vector<double>()[1];
-  }
+  // Each replica balances its own group from its own group's table: a slow rank moves (or skips)
+  // units in its replica only. The gradient sum learns the other replicas' partitions when they
+  // change (parallel/dp/gradient_sync.h); waiting there for a slower replica counts as waiting.
   r.balance = balancer_.after_step(compute_ms, wait_ms, params_, opt_.slot_names());
-  if (several_replicas()) check_replicas_agree(*replicas_.comm, balancer_.partition(), params_);
   r.ms = bench::now_ms() - t0;
   r.tokens_per_s = static_cast<double>(o_.batch * o_.seq_len) / (r.ms / 1000.0);
   if (clock_.size() > 1) {
