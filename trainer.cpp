@@ -63,8 +63,11 @@ StepReport Trainer::step(int64_t step) {
     if (sync_) {
       sync_->sum(params_, balancer_.partition());
       r.dp_sync = sync_->stats();
+      r.grad_norm = sync_->same_on_every_replica(grad_norm(params_, &clock_));
+      clip_to_norm(params_, o_.grad_clip, r.grad_norm);
+    } else {
+      r.grad_norm = clip_grad_norm(params_, o_.grad_clip, &clock_);
     }
-    r.grad_norm = clip_grad_norm(params_, o_.grad_clip, &clock_);
   }
   r.skipped = !std::isfinite(r.grad_norm);
   if (!r.skipped) {

@@ -56,6 +56,13 @@ void GradientSync::run(const std::function<void()>& collective) {
     collective();
 }
 
+double GradientSync::same_on_every_replica(double value) {
+  if (grid_.dp == 1) return value;
+  Tensor t = Tensor::from_vector<double>({value}, {1});
+  run([&] { dp_.broadcast(t, 0); });
+  return t.item();
+}
+
 void GradientSync::sum(const std::vector<Parameter*>& params, const Partition& mine) {
   stats_ = {};
   if (grid_.dp == 1) return;

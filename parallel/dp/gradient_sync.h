@@ -65,6 +65,11 @@ class GradientSync {
   // Sums every parameter's gradient over the replicas, in place. `mine`: this replica's partition
   // now (the others learn it here when it changed). Collective over the world.
   void sum(const std::vector<Parameter*>& params, const Partition& mine);
+  // Replica 0's `value` on every replica (a broadcast over the data-parallel group). The gradient
+  // norm is summed in an order that follows the partition, so replicas whose partitions differ
+  // get it with other rounding: all clip by replica 0's, so that every replica applies the same
+  // update bit for bit.
+  double same_on_every_replica(double value);
   const GradientSyncStats& stats() const { return stats_; }
   const ReplicaPartitions& partitions() const { return partitions_; }
 
