@@ -48,6 +48,10 @@ void TrainLog::step(const StepReport& r) {
     say("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s\n", (long long)r.step, r.loss, r.lr, r.ms,
         r.tokens_per_s);
     say("%s", rank_table(r.ranks).c_str());
+    if (r.grid.dp > 1 && r.dp_sync.ring_bytes > 0)  // rank 0's part of the gradient sum
+      say("  gradient sum: %.2f MB sent, %.2fx a ring all-reduce's; %lld unit(s) exchanged between replicas\n",
+          r.dp_sync.bytes_sent / 1e6, double(r.dp_sync.bytes_sent) / double(r.dp_sync.ring_bytes),
+          (long long)r.dp_sync.units_exchanged);
     // Where cuDNN was asked for but cannot take the attention, the first step says why.
     if (r.step == 1 && cuda_) say("attention on %s\n", cuda::attention_path().c_str());
   }
