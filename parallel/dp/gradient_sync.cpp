@@ -75,7 +75,9 @@ void GradientSync::sum(const std::vector<Parameter*>& params, const Partition& m
   const int64_t n = static_cast<int64_t>(params.size());
   Tensor flags = Tensor::zeros({1 + n + units}, DType::I32);
   int32_t* f = flags.data<int32_t>();
-  if (grid_.tp_rank == 0) f[0] = partitions_.changed(mine) ? 1 : 0;
+  // The first sum learns every replica's partition whatever each started from (a resumed run's
+  // replicas need not agree); later ones only when one changed.
+  if (grid_.tp_rank == 0) f[0] = sums_ == 0 || partitions_.changed(mine) ? 1 : 0;
   std::set<std::string> seen;  // each group's units counted from its first parameter
   for (int64_t i = 0; i < n; ++i) {
     const Parameter& p = *params[i];

@@ -48,14 +48,15 @@ struct GradientSyncStats {
   // What a ring all-reduce of all this rank's gradients (as if the replicas agreed) would send.
   int64_t ring_bytes = 0;
   int64_t extra_units = 0;  // units this rank skipped but updates from other replicas' gradients
-  bool partitions_changed = false;  // a replica's partition changed since the last sum
+  bool partitions_changed = false;  // the owner lists travelled: the first sum, or a replica's changed
 };
 
 class GradientSync {
  public:
   // `dp`: this rank's data-parallel group (its slot's ranks, one per replica); `world`: every
   // rank of the grid, in world-rank order (the exchange and the owner lists travel over it).
-  // `initial`: every replica's partition at the start. `timed` runs each collective (e.g. through
+  // `initial`: this rank's replica's partition at the start (the first sum learns every
+  // replica's, and checks that their weights agree). `timed` runs each collective (e.g. through
   // the step clock, so that waiting for a slower replica counts as waiting); by default it just
   // runs it. `check_every`: sums between checks that the replicas' weights agree (0: only when a
   // partition changes).

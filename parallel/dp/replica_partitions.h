@@ -2,9 +2,8 @@
 // Every replica (tensor-parallel group) of a data x tensor parallel run keeps its own partition:
 // its balancer moves units inside the group only. The data-parallel gradient sum must still add
 // every unit's gradient over the replicas exactly once, so each rank keeps the owner lists of
-// all replicas. They start equal (--tp-weights / --tp-assign give every replica the same
-// partition) and are exchanged only when one changes (a migration), in one small all-reduce of
-// owner slots over the world. From them: the units on which the replicas agree (the same slot
+// all replicas. They are exchanged at the first sum and then only when one changes (a
+// migration), in one small all-reduce of owner slots over the world. From them: the units on which the replicas agree (the same slot
 // owns the unit in every replica: an all-reduce per slot sums it) and the others (summed by an
 // exchange between their owners, each with a root replica that adds the parts in replica order).
 #include <map>
@@ -19,7 +18,7 @@ namespace flextp {
 
 class ReplicaPartitions {
  public:
-  // Every replica starts from `initial` (a partition of grid.tp ranks).
+  // Assumes every replica at `initial` (a partition of grid.tp ranks) until an exchange.
   ReplicaPartitions(const Grid& grid, const Partition& initial);
   // Whether `mine` (this rank's replica's partition now) differs from what the others know of it.
   bool changed(const Partition& mine) const { return mine != of(grid_.dp_rank); }

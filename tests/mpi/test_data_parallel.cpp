@@ -87,8 +87,8 @@ TEST_CASE("a grid's windows, micro-steps and gradient sum give one process's los
         if (g.grid.dp > 1) {
           CHECK(sync.stats().buckets > 1);
           CHECK(counted.calls["all_reduce sum"] == sync.stats().buckets);
-          // The presence and unit flags, and (on the first sum) the replicas' weight check.
-          CHECK(counted_world.calls["all_reduce sum"] == 2);
+          // The presence and unit flags, and on the first sum the owner lists and the weight check.
+          CHECK(counted_world.calls["all_reduce sum"] == 3);
           CHECK(counted_world.count("send_recv") == 0);  // the replicas agree: no exchange
         }
         REQUIRE(params.size() == ref.size());
