@@ -80,6 +80,11 @@ void skip_units(std::vector<Parameter*>& params, const std::string& group, const
   set_active_units(gp, active);
 }
 
+std::unique_ptr<Optimizer> make_optimizer(const std::string& kind) {
+  if (kind == "sgd") return std::make_unique<SGD>(SGDOptions{});
+  return std::make_unique<AdamW>(AdamWOptions{});
+}
+
 }  // namespace
 
 TEST_CASE("replicas whose partitions and local orders differ sum every unit once: one process's loss, gradients and norm (f64)") {
@@ -187,7 +192,7 @@ TEST_CASE("a migration in one replica mid-run: the curve and the weights equal o
   CHECK_NOTHROW(check_replica_weights(world, g.grid, params));
 }
 
-TEST_CASE("a unit skipped by one replica gets the others' gradient and the same update everywhere; one skipped by all stays frozen (f64)") {
+TEST_CASE("a unit skipped by one replica gets the others' gradient and the same update everywhere; one skipped by all stays frozen (f64, AdamW and SGD)") {
   Communicator& world = test::world();
   GPTConfig c = test::tiny_config(DType::F64);
   const std::string group = mlp_group(c, 0);
@@ -219,38 +224,39 @@ TEST_CASE("a unit skipped by one replica gets the others' gradient and the same 
           expected[i] = add(expected[i], gr);
       }
     }
-    // ... and its update: every unit some replica computed, unit 3 frozen.
-    GPT rule(c);
-    std::vector<Parameter*> rp = rule.parameters();
-    skip_units(rp, group, {3});
-    for (size_t i = 0; i < rp.size(); ++i) rp[i]->value.set_grad(local_rows(*rp[i], expected[i]));
-    AdamW rule_opt({});
-    rule_opt.step(rp, lr);
+    for (const std::string kind : {"adamw", "sgd"}) {
+      INFO(kind);
+      // ... and its update: every unit some replica computed, unit 3 frozen.
+      GPT rule(c);
+      std::vector<Parameter*> rp = rule.parameters();
+      skip_units(rp, group, {3});
+      for (size_t i = 0; i < rp.size(); ++i) rp[i]->value.set_grad(local_rows(*rp[i], expected[i]));
+      make_optimizer(kind)->step(rp, lr);
 
-    Partition part = Partition::even(unit_groups(c), tp);
-    GPT model(c, LocalUnits::of_rank(c, part, g.grid.tp_rank), g.tp_or_null());
-    std::vector<Parameter*> params = model.parameters();
-    std::vector<Tensor> before;
-    for (Parameter* p : params) before.push_back(gather_logical(*p, p->value, g.tp_or_null()).clone());
-    skip_units(params, group, skipped_by(g.grid.dp_rank));
-    auto [first, share] = g.grid.windows(batch);
-    accumulate_gradients({slice_rows(ids, first, share), slice_rows(targets, first, share)}, 0, batch,
-                         [&](const Tensor& i, const Tensor& t, int64_t) { return model.loss(i, t); });
-    GradientSync sync(*g.dp, world, g.grid, part);
-    sync.sum(params, part);
-    for (size_t i = 0; i < params.size(); ++i)
-      check_same_tensor(gather_logical(*params[i], params[i]->grad(), g.tp_or_null()), expected[i], 1e-10,
-                        params[i]->name + " gradient");
-    AdamW opt({});
-    opt.step(params, lr);
-    CHECK_NOTHROW(check_replica_weights(world, g.grid, params));  // the same weights in every replica
-    for (size_t i = 0; i < params.size(); ++i) {
-      Tensor now = gather_logical(*params[i], params[i]->value, g.tp_or_null());
-      check_same_tensor(now, gather_logical(*rp[i], rp[i]->value, nullptr), 1e-10, params[i]->name + " value");
-      if (params[i]->replicated() || params[i]->group().name != group) continue;
-      int64_t r = params[i]->unit_rows();
-      CHECK(slice_rows(now, 3 * r, r).to_vector<double>() == slice_rows(before[i], 3 * r, r).to_vector<double>());
-      CHECK(slice_rows(now, r, r).to_vector<double>() != slice_rows(before[i], r, r).to_vector<double>());
+      Partition part = Partition::even(unit_groups(c), tp);
+      GPT model(c, LocalUnits::of_rank(c, part, g.grid.tp_rank), g.tp_or_null());
+      std::vector<Parameter*> params = model.parameters();
+      std::vector<Tensor> before;
+      for (Parameter* p : params) before.push_back(gather_logical(*p, p->value, g.tp_or_null()).clone());
+      skip_units(params, group, skipped_by(g.grid.dp_rank));
+      auto [first, share] = g.grid.windows(batch);
+      accumulate_gradients({slice_rows(ids, first, share), slice_rows(targets, first, share)}, 0, batch,
+                           [&](const Tensor& i, const Tensor& t, int64_t) { return model.loss(i, t); });
+      GradientSync sync(*g.dp, world, g.grid, part);
+      sync.sum(params, part);
+      for (size_t i = 0; i < params.size(); ++i)
+        check_same_tensor(gather_logical(*params[i], params[i]->grad(), g.tp_or_null()), expected[i], 1e-10,
+                          params[i]->name + " gradient");
+      make_optimizer(kind)->step(params, lr);
+      CHECK_NOTHROW(check_replica_weights(world, g.grid, params));  // the same weights in every replica
+      for (size_t i = 0; i < params.size(); ++i) {
+        Tensor now = gather_logical(*params[i], params[i]->value, g.tp_or_null());
+        check_same_tensor(now, gather_logical(*rp[i], rp[i]->value, nullptr), 1e-10, params[i]->name + " value");
+        if (params[i]->replicated() || params[i]->group().name != group) continue;
+        int64_t r = params[i]->unit_rows();
+        CHECK(slice_rows(now, 3 * r, r).to_vector<double>() == slice_rows(before[i], 3 * r, r).to_vector<double>());
+        CHECK(slice_rows(now, r, r).to_vector<double>() != slice_rows(before[i], r, r).to_vector<double>());
+      }
     }
   }
 }
