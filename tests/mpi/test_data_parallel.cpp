@@ -15,6 +15,7 @@
 #include "parallel/dp/replica_agreement.h"
 #include "parallel/tp/unit_gather.h"
 #include "tests/mpi/counting_communicator.h"
+#include "tests/mpi/grid_comms.h"
 #include "tests/mpi/mpi_context.h"
 #include "tests/mpi/tiny_gpt.h"
 
@@ -26,23 +27,8 @@ using test::check_same_tensor;
 using test::relative;
 using test::tokens;
 
-// This rank's place in a grid of `tp` ranks per replica, with its two communicators.
-struct GridComms {
-  Grid grid;
-  std::unique_ptr<Communicator> tp, dp;  // the ranks of its replica; its slot's ranks over replicas
-  Communicator* tp_or_null() { return grid.tp == 1 ? nullptr : tp.get(); }
-};
-GridComms grid_of(int tp) {
-  Communicator& world = test::world();
-  Grid g = Grid::of(world.size(), world.rank(), tp);
-  GridComms out{g, make_mpi_communicator(g.dp_rank), nullptr};
-  out.dp = make_mpi_communicator(g.tp_rank);
-  REQUIRE(out.tp->size() == g.tp);
-  REQUIRE(out.tp->rank() == g.tp_rank);
-  REQUIRE(out.dp->size() == g.dp);
-  REQUIRE(out.dp->rank() == g.dp_rank);
-  return out;
-}
+using test::GridComms;
+using test::grid_of;
 
 // Every grid of the world: one group of all ranks, pure data parallelism, and 2 x (n / 2).
 std::vector<int> grids(int n) {

@@ -19,6 +19,7 @@
 #include "parallel/dp/replica_agreement.h"
 #include "parallel/tp/repartition.h"
 #include "parallel/tp/unit_gather.h"
+#include "tests/mpi/grid_comms.h"
 #include "tests/mpi/mpi_context.h"
 #include "tests/mpi/tiny_gpt.h"
 
@@ -30,18 +31,8 @@ using test::check_same_tensor;
 using test::relative;
 using test::tokens;
 
-struct GridComms {
-  Grid grid;
-  std::unique_ptr<Communicator> tp, dp;
-  Communicator* tp_or_null() { return grid.tp == 1 ? nullptr : tp.get(); }
-};
-GridComms grid_of(int tp) {
-  Communicator& world = test::world();
-  Grid g = Grid::of(world.size(), world.rank(), tp);
-  GridComms out{g, make_mpi_communicator(g.dp_rank), nullptr};
-  out.dp = make_mpi_communicator(g.tp_rank);
-  return out;
-}
+using test::GridComms;
+using test::grid_of;
 
 // The grids of the world with several replicas: pure data parallel, and 2 x (n / 2).
 std::vector<int> replicated_grids(int n) {
