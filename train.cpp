@@ -350,7 +350,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
     log.say("micro-batches: %lld windows each, %lld per step\n", (long long)micro_windows, (long long)share);
   UnitCosts costs = gpt_unit_costs(c, share, o.seq_len, static_cast<int>(opt->slot_names().size()));
   CommCostModel comm_model = communication_model(comm.untimed(), o, c, costs, device, micro_windows);
-  if (dp_group) share_comm_model(*dp_group, comm_model);  // the replicas' balancers must decide alike
+  if (dp_group) share_comm_model(*dp_group, comm_model);  // the replicas' balancers weigh moves alike
   comm.set_reduce_method(comm_model.reduce);
   if (comm.size() > 1) log.say("communication (fitted on this communicator):\n%s", comm_model.table().c_str());
   Balancer balancer(comm.untimed(), unit_groups(c), partition, costs, comm_model, balance_options(o));
@@ -378,7 +378,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
     log.say("saved %s (step %lld)\n", path.c_str(), (long long)step);
   };
   Trainer trainer(o, model, *opt, comm, balancer, watchdog, sampler, faults, [&](const StepReport& r) { log.skipped(r); },
-                  {grid, dp_group.get(), static_cast<int64_t>(o.dp_bucket_mb * (1 << 20))});
+                  {grid, dp_group.get(), static_cast<int64_t>(o.dp_bucket_mb * (1 << 20)), &world});
 
   for (int64_t step = start; step < o.steps; ++step) {
     StepReport r = trainer.step(step);

@@ -60,6 +60,10 @@ void TrainLog::step(const StepReport& r) {
         r.tokens_per_s);
     say("%s", rank_table(r.ranks).c_str());
     say("%s", replica_table(r.replicas).c_str());
+    if (r.grid.dp > 1 && r.dp_sync.ring_bytes > 0)  // rank 0's part of the gradient sum
+      say("  gradient sum: %.2f MB sent, %.2fx a ring all-reduce's; %lld unit(s) exchanged between replicas\n",
+          r.dp_sync.bytes_sent / 1e6, double(r.dp_sync.bytes_sent) / double(r.dp_sync.ring_bytes),
+          (long long)r.dp_sync.units_exchanged);
     // Where cuDNN was asked for but cannot take the attention, the first step says why.
     if (r.step == 1 && cuda_) say("attention on %s\n", cuda::attention_path().c_str());
   }
@@ -99,6 +103,10 @@ void TrainLog::metrics(const StepReport& r) {
     for (int d = 0; d < r.replicas.replicas(); ++d)
       replicas.push_back({{"windows", r.replicas.windows[d]}, {"windows_per_s", 1000 * r.replicas.speed[d]}});
     line["replicas"] = replicas;
+    line["dp_sync_sent_bytes"] = r.dp_sync.bytes_sent;  // this rank's, beside what a ring all-reduce sends
+    line["dp_sync_ring_bytes"] = r.dp_sync.ring_bytes;
+    line["dp_sync_units_exchanged"] = r.dp_sync.units_exchanged;
+    line["dp_sync_extra_units"] = r.dp_sync.extra_units;
   }
   if (r.val_loss) line["val_loss"] = *r.val_loss;
   metrics_ << line.dump() << "\n" << std::flush;

@@ -5,7 +5,6 @@
 #include "bench/timer.h"
 #include "optim/clip.h"
 #include "parallel/dp/micro_batches.h"
-#include "parallel/dp/replica_agreement.h"
 
 namespace flextp {
 
@@ -20,9 +19,12 @@ Trainer::Trainer(const TrainOptions& o, GPT& model, Optimizer& opt, StepClock& c
                " replicas needs a data-parallel group of as many ranks");
   // Both checked before the first step: a bad share stops the run at once.
   micro_steps(replicas_.grid.windows(o.batch).second, o.micro_batch);
-  if (several_replicas())
-    sync_ = std::make_unique<GradientSync>(*replicas_.comm, replicas_.bucket_bytes,
+  if (several_replicas()) {
+    FLEXTP_CHECK(replicas_.world, "a grid of ", replicas_.grid.dp, " replicas needs the world's communicator");
+    sync_ = std::make_unique<GradientSync>(*replicas_.comm, *replicas_.world, replicas_.grid, balancer_.partition(),
+                                           replicas_.bucket_bytes,
                                            [this](const std::function<void()>& f) { clock_.timed(f); });
+  }
 }
 
 double Trainer::sum_over_replicas(double local) {
@@ -61,10 +63,13 @@ StepReport Trainer::step(int64_t step) {
   // reduced over the tensor-parallel group, is the global one.
   if (std::isfinite(r.loss)) {
     if (sync_) {
-      sync_->sum(params_);
+      sync_->sum(params_, balancer_.partition());
       r.dp_sync = sync_->stats();
+      r.grad_norm = sync_->same_on_every_replica(grad_norm(params_, &clock_));
+      clip_to_norm(params_, o_.grad_clip, r.grad_norm);
+    } else {
+      r.grad_norm = clip_grad_norm(params_, o_.grad_clip, &clock_);
     }
-    r.grad_norm = clip_grad_norm(params_, o_.grad_clip, &clock_);
   }
   r.skipped = !std::isfinite(r.grad_norm);
   if (!r.skipped) {
@@ -82,19 +87,12 @@ StepReport Trainer::step(int64_t step) {
                "); lower --lr or raise --grad-clip. The last good checkpoint is untouched",
                o_.save.empty() ? std::string(" (none was saved: no --save)") : ": see --save " + o_.save + " and its -step files");
   clock_.end_segment();
-  double compute_ms = clock_.compute_ms(), wait_ms = clock_.wait_ms(), burst_ms = clock_.step_burst_ms();
-  if (several_replicas()) {
-    // One decision for every replica: each tensor-parallel slot is as slow as its slowest replica
-    // (the gradient sum waits for it anyway), so all balancers see the same table and keep the
-    // same partition, which the slot-by-slot gradient sum needs (checked below).
-    Tensor times = Tensor::from_vector<double>({compute_ms, wait_ms, burst_ms}, {3});
-    replicas_.comm->all_reduce(times, ReduceOp::Max);
-    compute_ms = times.to_vector<double>()[0], wait_ms = times.to_vector<double>()[1];
-    burst_ms = times.to_vector<double>()[2];
-  }
+  const double compute_ms = clock_.compute_ms(), wait_ms = clock_.wait_ms(), burst_ms = clock_.step_burst_ms();
+  // Each replica balances its own group from its own group's table: a slow rank moves (or skips)
+  // units in its replica only. The gradient sum learns the other replicas' partitions when they
+  // change (parallel/dp/gradient_sync.h); waiting there for a slower replica counts as waiting.
   r.balance = balancer_.after_step(compute_ms, wait_ms, params_, opt_.slot_names(), burst_ms);
   if (r.balance.work_changed) clock_.restart_bursts();  // the segments' means no longer hold
-  if (several_replicas()) check_replicas_agree(*replicas_.comm, balancer_.partition(), params_);
   if (several_replicas()) {  // the replicas' speeds of this step; the next step's shares
     r.replicas = shares_.after_step(clock_.untimed(), *replicas_.comm, windows_ms, windows.second,
                                     r.balance.shares);

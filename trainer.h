@@ -49,6 +49,7 @@ struct Replicas {
   Grid grid;
   Communicator* comm = nullptr;  // the data-parallel group of this rank's slot (null: one replica)
   int64_t bucket_bytes = 25 << 20;
+  Communicator* world = nullptr;  // every rank of the grid (with several replicas)
 };
 
 class Trainer {

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -34,6 +35,10 @@ struct Parameter {
   // Priority resizing: only the first active_rows rows take part in compute and updates
   // (-1: all). The rest keep their weights and optimizer state until they come back.
   int64_t active_rows = -1;
+  // Rows past the active ones that the optimizer updates as well, as (first row, rows): units this
+  // rank skipped but another data-parallel replica computed (parallel/dp/gradient_sync.h), so that
+  // every replica applies the same update to them. Empty with one replica.
+  std::vector<std::pair<int64_t, int64_t>> extra_rows;
 
   bool replicated() const { return !layout; }
   bool resized() const { return active_rows >= 0 && active_rows < value.size(0); }

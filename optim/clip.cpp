@@ -30,6 +30,11 @@ double grad_norm(const std::vector<Parameter*>& params, Communicator* comm) {
 
 double clip_grad_norm(const std::vector<Parameter*>& params, double max_norm, Communicator* comm) {
   double norm = grad_norm(params, comm);
+  clip_to_norm(params, max_norm, norm);
+  return norm;
+}
+
+void clip_to_norm(const std::vector<Parameter*>& params, double max_norm, double norm) {
   if (max_norm > 0 && norm > max_norm && std::isfinite(norm)) {
     double s = max_norm / (norm + 1e-6);
     for (Parameter* p : params) {
@@ -39,7 +44,6 @@ double clip_grad_norm(const std::vector<Parameter*>& params, double max_norm, Co
       g.copy_from(scaled);
     }
   }
-  return norm;
 }
 
 }  // namespace flextp

@@ -14,5 +14,7 @@ namespace flextp {
 double grad_norm(const std::vector<Parameter*>& params, Communicator* comm);
 // Scales gradients so that their global norm is at most max_norm; returns the norm before.
 double clip_grad_norm(const std::vector<Parameter*>& params, double max_norm, Communicator* comm);
+// The same scaling, for gradients whose global norm is already known to be `norm`.
+void clip_to_norm(const std::vector<Parameter*>& params, double max_norm, double norm);
 
 }  // namespace flextp

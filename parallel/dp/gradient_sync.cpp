@@ -1,60 +1,280 @@
 #include "parallel/dp/gradient_sync.h"
 
+#include <algorithm>
+#include <map>
+#include <set>
+
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/ops/elementwise.h"
 #include "core/ops/shape_ops.h"
+#include "parallel/dp/replica_agreement.h"
+#include "parallel/tp/unit_rows.h"
 
 namespace flextp {
+namespace {
 
-GradientSync::GradientSync(Communicator& dp, int64_t bucket_bytes,
-                           std::function<void(const std::function<void()>&)> timed)
-    : dp_(dp), bucket_bytes_(bucket_bytes), timed_(std::move(timed)) {
+int64_t row_width(const Parameter& p) { return numel(logical_shape(p)) / p.logical_rows(); }
+
+// Local index of each logical unit of p (-1: not held here).
+std::vector<int64_t> local_index(const Parameter& p) {
+  std::vector<int64_t> where(p.group().units, -1);
+  for (size_t k = 0; k < p.units.size(); ++k) where[p.units[k]] = static_cast<int64_t>(k);
+  return where;
+}
+
+Tensor flat(const Tensor& t) { return view_as(t, {t.numel()}); }
+
+Tensor concat_flat(const std::vector<Tensor>& parts) {
+  std::vector<Tensor> f;
+  for (const Tensor& t : parts) f.push_back(flat(t));
+  return f.size() == 1 ? f[0].clone() : concat_rows(f);
+}
+
+// What this rank sends in a ring all-reduce of `bytes` over `d` ranks.
+int64_t ring_share(int64_t bytes, int d) { return 2 * (d - 1) * bytes / d; }
+
+}  // namespace
+
+GradientSync::GradientSync(Communicator& dp, Communicator& world, const Grid& grid, const Partition& initial,
+                           int64_t bucket_bytes, std::function<void(const std::function<void()>&)> timed,
+                           int64_t check_every)
+    : dp_(dp), world_(world), grid_(grid), partitions_(grid, initial), bucket_bytes_(bucket_bytes),
+      check_every_(check_every), timed_(std::move(timed)) {
   FLEXTP_CHECK(bucket_bytes > 0, "gradient buckets of ", bucket_bytes, " bytes: they must be positive");
+  FLEXTP_CHECK(check_every >= 0, "checking the replicas' weights every ", check_every, " sums: use 0 or more");
+  FLEXTP_CHECK(dp.size() == grid.dp && dp.rank() == grid.dp_rank, "a grid of ", grid.dp,
+               " replicas needs a data-parallel group of as many ranks, in replica order");
+  FLEXTP_CHECK(world.size() == grid.world() && world.rank() == grid.world_rank(), "a grid of ", grid.world(),
+               " ranks needs the world's communicator in world-rank order");
 }
 
-void GradientSync::all_reduce(Tensor& t) {
+void GradientSync::run(const std::function<void()>& collective) {
   if (timed_)
-    timed_([&] { dp_.all_reduce(t, ReduceOp::Sum); });
+    timed_(collective);
   else
-    dp_.all_reduce(t, ReduceOp::Sum);
+    collective();
 }
 
-void GradientSync::sum(const std::vector<Parameter*>& params) {
+double GradientSync::same_on_every_replica(double value) {
+  if (grid_.dp == 1) return value;
+  Tensor t = Tensor::from_vector<double>({value}, {1});
+  run([&] { dp_.broadcast(t, 0); });
+  return t.item();
+}
+
+void GradientSync::sum(const std::vector<Parameter*>& params, const Partition& mine) {
   stats_ = {};
-  if (dp_.size() == 1) return;
+  if (grid_.dp == 1) return;
   NoGradGuard ng;
-  // Which gradients exist on some replica: those take part (zeros where absent), the rest stay absent.
-  Tensor present = Tensor::zeros({static_cast<int64_t>(params.size())}, DType::I32);
-  for (size_t i = 0; i < params.size(); ++i) present.data<int32_t>()[i] = params[i]->grad().defined() ? 1 : 0;
-  all_reduce(present);
-  std::vector<Tensor> grads;
+  // One small all-reduce over the world: whether a replica's partition changed, which gradients
+  // exist anywhere, and how many replicas computed each unit (resizing skips some).
+  std::map<std::string, int64_t> base;
+  int64_t units = 0;
+  for (const auto& [group, owners] : mine.groups()) base[group] = units, units += static_cast<int64_t>(owners.size());
+  const int64_t n = static_cast<int64_t>(params.size());
+  Tensor flags = Tensor::zeros({1 + n + units}, DType::I32);
+  int32_t* f = flags.data<int32_t>();
+  // The first sum learns every replica's partition whatever each started from (a resumed run's
+  // replicas need not agree); later ones only when one changed.
+  if (grid_.tp_rank == 0) f[0] = sums_ == 0 || partitions_.changed(mine) ? 1 : 0;
+  std::set<std::string> seen;  // each group's units counted from its first parameter
+  for (int64_t i = 0; i < n; ++i) {
+    const Parameter& p = *params[i];
+    f[1 + i] = p.grad().defined() ? 1 : 0;
+    if (p.replicated() || !seen.insert(p.group().name).second) continue;
+    for (int64_t k = 0; k < p.active_units(); ++k) ++f[1 + n + base.at(p.group().name) + p.units[k]];
+  }
+  run([&] { world_.all_reduce(flags, ReduceOp::Sum); });
+  stats_.partitions_changed = f[0] > 0;
+  if (stats_.partitions_changed) run([&] { partitions_.exchange(world_, mine); });
+  if (stats_.partitions_changed || (check_every_ > 0 && sums_ % check_every_ == 0))
+    run([&] { check_replica_weights(world_, grid_, params); });
+  ++sums_;
+
+  std::vector<char> present(n);
+  for (int64_t i = 0; i < n; ++i) {
+    Parameter& p = *params[i];
+    present[i] = f[1 + i] > 0;
+    if (present[i] && !p.grad().defined() && p.value.numel() > 0)
+      p.value.set_grad(Tensor::zeros(p.value.shape(), p.value.dtype(), p.value.device()));
+  }
+  all_reduce_agreeing(params, present);
+  exchange_differing(params, present);
+  stats_.units_exchanged = partitions_.differing();
+
+  // Rows this rank skipped but another replica computed: updated here too, from the sum.
+  seen.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    Parameter& p = *params[i];
+    if (p.replicated()) continue;
+    p.extra_rows.clear();
+    if (!present[i] || !p.resized()) continue;
+    bool first = seen.insert(p.group().name).second;
+    std::vector<int64_t> offsets = local_unit_offsets(p);
+    for (size_t k = static_cast<size_t>(p.active_units()); k < p.units.size(); ++k) {
+      if (f[1 + n + base.at(p.group().name) + p.units[k]] == 0) continue;  // every replica skipped it: frozen
+      stats_.extra_units += first;
+      int64_t rows = p.rows_of_unit(p.units[k]);
+      if (!p.extra_rows.empty() && p.extra_rows.back().first + p.extra_rows.back().second == offsets[k])
+        p.extra_rows.back().second += rows;
+      else
+        p.extra_rows.push_back({offsets[k], rows});
+    }
+  }
+}
+
+void GradientSync::all_reduce_agreeing(const std::vector<Parameter*>& params, const std::vector<char>& present) {
+  // The gradient rows each rank of the slot's data-parallel group sums: the same units, packed in
+  // the same (unit-id) order on every replica.
+  struct Piece {
+    Tensor grad, packed;
+    std::vector<std::pair<int64_t, int64_t>> rows;  // (local first row, rows) of each packed unit; empty: whole
+  };
+  std::vector<Piece> pieces;
   for (size_t i = 0; i < params.size(); ++i) {
     Parameter& p = *params[i];
-    if (present.data<int32_t>()[i] == 0 || p.value.numel() == 0) continue;
-    if (!p.grad().defined())
-      p.value.set_grad(Tensor::zeros(p.value.shape(), p.value.dtype(), p.value.device()));
-    grads.push_back(p.grad());
+    if (!present[i] || p.value.numel() == 0) continue;
+    Tensor g = p.grad();
+    if (p.replicated()) {
+      pieces.push_back({g, g, {}});
+      continue;
+    }
+    std::vector<int64_t> offsets = local_unit_offsets(p);
+    std::vector<std::pair<int64_t, size_t>> agreeing;  // (unit, local index)
+    for (size_t k = 0; k < p.units.size(); ++k)
+      if (partitions_.agree(p.group().name, p.units[k])) agreeing.push_back({p.units[k], k});
+    if (agreeing.empty()) continue;
+    bool whole = agreeing.size() == p.units.size() && std::is_sorted(agreeing.begin(), agreeing.end());
+    if (whole) {
+      pieces.push_back({g, g, {}});
+      continue;
+    }
+    std::sort(agreeing.begin(), agreeing.end());
+    Piece piece{g, Tensor(), {}};
+    std::vector<Tensor> parts;
+    for (const auto& [u, k] : agreeing) {
+      piece.rows.push_back({offsets[k], p.rows_of_unit(u)});
+      parts.push_back(slice_rows(g, offsets[k], p.rows_of_unit(u)));
+    }
+    piece.packed = parts.size() == 1 ? parts[0].clone() : concat_rows(parts);
+    pieces.push_back(piece);
   }
-  // Buckets: consecutive gradients of one dtype and device, up to bucket_bytes_ (a larger gradient alone).
-  for (size_t first = 0; first < grads.size();) {
+  const int d = grid_.dp;
+  for (const Piece& piece : pieces) stats_.ring_bytes += ring_share(static_cast<int64_t>(piece.packed.nbytes()), d);
+  // Buckets: consecutive pieces of one dtype and device, up to bucket_bytes_ (a larger piece alone).
+  for (size_t first = 0; first < pieces.size();) {
     size_t end = first + 1;
-    int64_t bytes = static_cast<int64_t>(grads[first].nbytes());
-    while (end < grads.size() && grads[end].dtype() == grads[first].dtype() &&
-           grads[end].device() == grads[first].device() &&
-           bytes + static_cast<int64_t>(grads[end].nbytes()) <= bucket_bytes_)
-      bytes += static_cast<int64_t>(grads[end++].nbytes());
-    std::vector<Tensor> flat;
-    for (size_t i = first; i < end; ++i) flat.push_back(reshape(grads[i], {grads[i].numel()}));
-    Tensor bucket = end - first == 1 ? flat[0].clone() : concat_rows(flat);
-    all_reduce(bucket);
+    int64_t bytes = static_cast<int64_t>(pieces[first].packed.nbytes());
+    while (end < pieces.size() && pieces[end].packed.dtype() == pieces[first].packed.dtype() &&
+           pieces[end].packed.device() == pieces[first].packed.device() &&
+           bytes + static_cast<int64_t>(pieces[end].packed.nbytes()) <= bucket_bytes_)
+      bytes += static_cast<int64_t>(pieces[end++].packed.nbytes());
+    std::vector<Tensor> flats;
+    for (size_t i = first; i < end; ++i) flats.push_back(reshape(pieces[i].packed, {pieces[i].packed.numel()}));
+    Tensor bucket = end - first == 1 ? flats[0].clone() : concat_rows(flats);
+    run([&] { dp_.all_reduce(bucket, ReduceOp::Sum); });
     int64_t at = 0;
     for (size_t i = first; i < end; ++i) {
-      int64_t n = grads[i].numel();
-      grads[i].copy_from(reshape(slice_rows(bucket, at, n), grads[i].shape()));
-      at += n;
+      Piece& piece = pieces[i];
+      int64_t count = piece.packed.numel();
+      piece.packed.copy_from(reshape(slice_rows(bucket, at, count), piece.packed.shape()));
+      at += count;
+      int64_t row = 0;
+      for (const auto& [local, rows] : piece.rows) {  // back to their local rows
+        slice_rows(piece.grad, local, rows).copy_from(slice_rows(piece.packed, row, rows));
+        row += rows;
+      }
     }
-    ++stats_.buckets, stats_.bytes += bytes;
+    ++stats_.buckets, stats_.bytes += bytes, stats_.bytes_sent += ring_share(bytes, d);
     first = end;
+  }
+}
+
+void GradientSync::exchange_differing(const std::vector<Parameter*>& params, const std::vector<char>& present) {
+  if (partitions_.differing() == 0) return;
+  const int world = world_.size(), me = world_.rank();
+  // The units on which the replicas differ and that this rank holds, in the one order every rank
+  // walks (parameters in order, units by id): a sender packs, and a root reads, in that order.
+  struct Held {
+    Tensor rows;  // this rank's gradient rows of the unit (a view)
+    const std::string* group;
+    int64_t unit;
+    int root;  // the replica that sums it
+  };
+  std::vector<Held> held;
+  std::vector<std::vector<Tensor>> to_root(world);
+  std::vector<int64_t> from(world, 0), back_from(world, 0);
+  DType dtype = DType::F32;
+  Device device = Device::cpu();
+  for (size_t i = 0; i < params.size(); ++i) {
+    Parameter& p = *params[i];
+    if (!present[i] || p.replicated()) continue;
+    const std::string& group = p.group().name;
+    std::vector<int64_t> where = local_index(p), offsets = local_unit_offsets(p);
+    const int64_t width = row_width(p);
+    for (int64_t u = 0; u < p.group().units; ++u) {
+      if (partitions_.agree(group, u) || partitions_.holder(grid_.dp_rank, group, u) != me) continue;
+      FLEXTP_CHECK(where[u] >= 0, "unit ", u, " of ", group, " is this rank's by its partition, but ", p.name,
+                   " does not hold it");
+      FLEXTP_CHECK(held.empty() || p.grad().dtype() == dtype, "the data-parallel exchange of ", p.name,
+                   ": gradients of mixed dtypes");
+      dtype = p.grad().dtype(), device = p.grad().device();
+      Held h{slice_rows(p.grad(), offsets[where[u]], p.rows_of_unit(u)), &group, u, partitions_.root(group, u)};
+      stats_.ring_bytes += ring_share(static_cast<int64_t>(h.rows.nbytes()), grid_.dp);
+      const int64_t elems = p.rows_of_unit(u) * width;
+      if (h.root != grid_.dp_rank) {
+        to_root[partitions_.holder(h.root, group, u)].push_back(h.rows);
+        back_from[partitions_.holder(h.root, group, u)] += elems;
+      } else {
+        for (int d = 0; d < grid_.dp; ++d)
+          if (d != h.root) from[partitions_.holder(d, group, u)] += elems;
+      }
+      held.push_back(h);
+    }
+  }
+  auto transfer = [&](const std::vector<std::vector<Tensor>>& out, const std::vector<int64_t>& in) {
+    std::vector<Communicator::Transfer> sends, recvs;
+    for (int w = 0; w < world; ++w) {
+      if (!out[w].empty()) {
+        sends.push_back({w, concat_flat(out[w])});
+        stats_.bytes_sent += static_cast<int64_t>(sends.back().buffer.nbytes());
+      }
+      if (in[w] > 0) recvs.push_back({w, Tensor::empty({in[w]}, dtype, device)});
+    }
+    run([&] { world_.send_recv(sends, recvs); });
+    std::map<int, Tensor> got;
+    for (const auto& r : recvs) got[r.peer] = r.buffer;
+    return got;
+  };
+  // Every holder sends its part to the root's holder, which adds the parts in replica order ...
+  std::map<int, Tensor> parts = transfer(to_root, from);
+  std::vector<int64_t> cursor(world, 0);
+  std::vector<std::vector<Tensor>> sums(world);
+  for (Held& h : held) {
+    if (h.root != grid_.dp_rank) continue;
+    Tensor acc;
+    for (int d = 0; d < grid_.dp; ++d) {
+      Tensor part = h.rows;
+      if (d != grid_.dp_rank) {
+        int w = partitions_.holder(d, *h.group, h.unit);
+        part = view_as(slice_rows(parts.at(w), cursor[w], h.rows.numel()), h.rows.shape());
+        cursor[w] += h.rows.numel();
+      }
+      acc = d == 0 ? part.clone() : add(acc, part);
+    }
+    h.rows.copy_from(acc);
+    for (int d = 0; d < grid_.dp; ++d)
+      if (d != grid_.dp_rank) sums[partitions_.holder(d, *h.group, h.unit)].push_back(h.rows);
+  }
+  // ... and sends the sum back to the other holders.
+  std::map<int, Tensor> summed = transfer(sums, back_from);
+  std::fill(cursor.begin(), cursor.end(), 0);
+  for (Held& h : held) {
+    if (h.root == grid_.dp_rank) continue;
+    int w = partitions_.holder(h.root, *h.group, h.unit);
+    h.rows.copy_from(view_as(slice_rows(summed.at(w), cursor[w], h.rows.numel()), h.rows.shape()));
+    cursor[w] += h.rows.numel();
   }
 }
 

@@ -2,48 +2,89 @@
 // The data-parallel gradient sum. Each replica (a tensor-parallel group, parallel/dp/grid.h)
 // computes the gradient of its own windows of the step; the step's gradient is their sum (each
 // replica's loss is already scaled by its share of the global batch, parallel/dp/micro_batches.h,
-// so the sum is the gradient of the mean over the whole batch). The replicas hold the same
-// partition (the balancer takes one decision for all of them, trainer.cpp), so tensor-parallel
-// rank r of every replica holds the same units in the same rows: summing parameter by parameter
-// over the data-parallel group of slot r (the ranks sharing tp_rank) sums every unit's gradient
-// over the replicas exactly once, and replicated parameters likewise. The sum runs before
-// clipping, so that the norm clipping measures (optim/clip.h: squares of unit parameters summed
-// over the tensor-parallel group, replicated ones counted once) is the global one.
+// so the sum is the gradient of the mean over the whole batch). It runs before clipping, so that
+// the norm clipping measures (optim/clip.h) is the global one on every replica.
 //
-// Many small all-reduces cost their latency each: gradients are packed into flat buckets of about
-// `bucket_bytes` (in parameter order, one dtype and device per bucket) and each bucket is summed
-// in one call. A gradient that no replica computed (a parameter unused this step) stays absent,
-// as on one process, so that the optimizer skips it alike; one computed by some replicas only is
-// summed with zeros for the others.
+// Each replica balances its own group, so the replicas' partitions may differ (a migration in
+// one replica, parallel/dp/replica_partitions.h). Every unit's gradient is still summed over the
+// replicas exactly once:
+//   - replicated parameters, and the units on which the replicas agree (the same slot owns them
+//     in every replica), by an all-reduce over the data-parallel group of the slot: each rank
+//     packs its agreeing units' rows in unit-id order (not its local order, which depends on its
+//     migration and resizing history), in flat buckets of about `bucket_bytes` (in parameter
+//     order, one dtype and device per bucket);
+//   - the units on which they differ, by an exchange between their holders over the world's
+//     ranks: the holder in the unit's root replica receives the others' rows, adds the parts in
+//     replica order (so every replica gets the same bits) and sends the sum back. Per unit that
+//     is 2 (D - 1) transfers of its rows, what a ring all-reduce sends; the roots rotate.
+// A gradient that no rank computed (a parameter unused this step) stays absent, as on one
+// process, so that the optimizer skips it alike; one computed by some ranks only is summed with
+// zeros for the others.
+//
+// Resizing stays per rank: a unit that one replica skips and another computes gets the sum of
+// what was computed (zero from the skipping replica), and every replica applies the same update
+// to it: on a rank that skipped it, its rows join Parameter::extra_rows, which the optimizer
+// updates besides the active ones. A unit that every replica skips stays frozen everywhere. So
+// every unit's weights stay the same in every replica; check_replica_weights
+// (parallel/dp/replica_agreement.h) verifies it whenever a partition changes and every
+// `check_every` sums.
 #include <cstdint>
 #include <functional>
 #include <vector>
 
 #include "core/parameter.h"
 #include "parallel/comm/communicator.h"
+#include "parallel/dp/grid.h"
+#include "parallel/dp/replica_partitions.h"
 
 namespace flextp {
 
 struct GradientSyncStats {
-  int64_t buckets = 0, bytes = 0;  // of the last sum: all-reduces and the bytes they carried
+  int64_t buckets = 0, bytes = 0;  // of the last sum: all-reduces and the gradient bytes they carried
+  int64_t units_exchanged = 0;     // units on which the replicas' partitions differ, summed by exchange
+  // Bytes this rank sent: for the all-reduces, what a ring all-reduce sends (2 (D - 1) / D of the
+  // buffer; the library's own algorithm may differ), plus the exchange's messages as sent.
+  int64_t bytes_sent = 0;
+  // What a ring all-reduce of all this rank's gradients (as if the replicas agreed) would send.
+  int64_t ring_bytes = 0;
+  int64_t extra_units = 0;  // units this rank skipped but updates from other replicas' gradients
+  bool partitions_changed = false;  // the owner lists travelled: the first sum, or a replica's changed
 };
 
 class GradientSync {
  public:
-  // `dp`: this rank's data-parallel group. `timed` runs each collective (e.g. through the step
-  // clock, so that waiting for a slower replica counts as waiting); by default it just runs it.
-  explicit GradientSync(Communicator& dp, int64_t bucket_bytes = 25 << 20,
-                        std::function<void(const std::function<void()>&)> timed = {});
-  // Sums every parameter's gradient over the data-parallel group, in place.
-  void sum(const std::vector<Parameter*>& params);
+  // `dp`: this rank's data-parallel group (its slot's ranks, one per replica); `world`: every
+  // rank of the grid, in world-rank order (the exchange and the owner lists travel over it).
+  // `initial`: this rank's replica's partition at the start (the first sum learns every
+  // replica's, and checks that their weights agree). `timed` runs each collective (e.g. through
+  // the step clock, so that waiting for a slower replica counts as waiting); by default it just
+  // runs it. `check_every`: sums between checks that the replicas' weights agree (0: only when a
+  // partition changes).
+  GradientSync(Communicator& dp, Communicator& world, const Grid& grid, const Partition& initial,
+               int64_t bucket_bytes = 25 << 20, std::function<void(const std::function<void()>&)> timed = {},
+               int64_t check_every = 100);
+  // Sums every parameter's gradient over the replicas, in place. `mine`: this replica's partition
+  // now (the others learn it here when it changed). Collective over the world.
+  void sum(const std::vector<Parameter*>& params, const Partition& mine);
+  // Replica 0's `value` on every replica (a broadcast over the data-parallel group). The gradient
+  // norm is summed in an order that follows the partition, so replicas whose partitions differ
+  // get it with other rounding: all clip by replica 0's, so that every replica applies the same
+  // update bit for bit.
+  double same_on_every_replica(double value);
   const GradientSyncStats& stats() const { return stats_; }
+  const ReplicaPartitions& partitions() const { return partitions_; }
 
  private:
   Communicator& dp_;
-  int64_t bucket_bytes_;
+  Communicator& world_;
+  Grid grid_;
+  ReplicaPartitions partitions_;
+  int64_t bucket_bytes_, check_every_, sums_ = 0;
   std::function<void(const std::function<void()>&)> timed_;
   GradientSyncStats stats_;
-  void all_reduce(Tensor& t);
+  void run(const std::function<void()>& collective);
+  void all_reduce_agreeing(const std::vector<Parameter*>& params, const std::vector<char>& present);
+  void exchange_differing(const std::vector<Parameter*>& params, const std::vector<char>& present);
 };
 
 }  // namespace flextp

@@ -1,5 +1,8 @@
 #include "parallel/dp/replica_agreement.h"
 
+#include <map>
+
+#include "core/autograd.h"
 #include "core/error.h"
 #include "parallel/comm/rank_agreement.h"
 
@@ -18,14 +21,75 @@ void share_comm_model(Communicator& dp, CommCostModel& model) {
   for (auto& [name, fit] : model.fits) fit.alpha_ms = numbers[at++], fit.ms_per_byte = numbers[at++];
 }
 
-void check_replicas_agree(Communicator& dp, const Partition& partition, const std::vector<Parameter*>& params) {
-  if (dp.size() == 1) return;
-  std::string layout = partition.str();
-  for (const Parameter* p : params) layout += "|" + std::to_string(p->active_rows);
-  std::string differ = ranks_differing_from_first(dp, {fingerprint(layout)})[0];
-  FLEXTP_CHECK(differ.empty(), "the replicas' partitions differ (replica 0 and replica ", differ,
-               " of this tensor-parallel slot): their gradients cannot be summed slot by slot. This replica holds ",
-               partition.str());
+namespace {
+
+// A tensor's rows [first, first + rows) hashed onto `hash` (copied to the host when elsewhere).
+uint64_t hash_rows(const Tensor& host, int64_t first, int64_t rows, uint64_t hash) {
+  int64_t row_bytes = host.size(0) ? static_cast<int64_t>(host.nbytes()) / host.size(0) : 0;
+  return fingerprint(static_cast<const char*>(host.raw()) + first * row_bytes, rows * row_bytes, hash);
+}
+
+}  // namespace
+
+void check_replica_weights(Communicator& world, const Grid& grid, const std::vector<Parameter*>& params) {
+  if (grid.dp == 1) return;
+  FLEXTP_CHECK(world.size() == grid.world() && world.rank() == grid.world_rank(),
+               "the replicas' weights are compared over the world's ", grid.world(), " ranks, not ", world.size());
+  NoGradGuard ng;
+  // One entry per unit of every group and per replicated parameter, in each replica's block: a
+  // 52-bit hash (exact in a double) that only the rank holding it writes, so the world's sum is
+  // every replica's hashes.
+  std::vector<std::string> names;  // what each entry is, for the message
+  std::map<std::string, int64_t> base;
+  for (const Parameter* p : params) {
+    if (p->replicated()) {
+      names.push_back(p->name);
+    } else if (!base.count(p->group().name)) {
+      base[p->group().name] = static_cast<int64_t>(names.size());
+      for (int64_t u = 0; u < p->group().units; ++u)
+        names.push_back("unit " + std::to_string(u) + " of " + p->group().name);
+    }
+  }
+  const int64_t n = static_cast<int64_t>(names.size());
+  std::vector<uint64_t> hash(n, 0xcbf29ce484222325ull);
+  std::vector<char> mine(n, 0);
+  int64_t next_replicated = 0;
+  for (const Parameter* p : params) {
+    std::vector<Tensor> tensors{p->value.detach().to(Device::cpu())};
+    for (const auto& [slot, t] : p->state)  // a slot of another shape is stale: the optimizer remakes it
+      if (t.shape() == p->value.shape()) tensors.push_back(t.detach().to(Device::cpu()));
+    if (p->replicated()) {
+      while (names[next_replicated] != p->name) ++next_replicated;
+      int64_t at = next_replicated++;
+      if (grid.tp_rank != 0) continue;
+      mine[at] = 1;
+      for (const Tensor& t : tensors) hash[at] = fingerprint(t.raw(), t.nbytes(), hash[at]);
+      continue;
+    }
+    int64_t row = 0;
+    for (int64_t u : p->units) {
+      int64_t at = base.at(p->group().name) + u, rows = p->rows_of_unit(u);
+      mine[at] = 1;
+      for (const Tensor& t : tensors) hash[at] = hash_rows(t, row, rows, hash[at]);
+      row += rows;
+    }
+  }
+  Tensor all = Tensor::zeros({grid.dp * n}, DType::F64);
+  double* h = all.data<double>();
+  for (int64_t i = 0; i < n; ++i)
+    if (mine[i]) h[grid.dp_rank * n + i] = static_cast<double>(hash[i] >> 12);
+  world.all_reduce(all, ReduceOp::Sum);
+  std::string differ;
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int d = 1; d < grid.dp; ++d)
+      if (h[d * n + i] != h[i]) {
+        if (++count <= 3) differ += (differ.empty() ? "" : "; ") + names[i] + " (replica " + std::to_string(d) + ")";
+        break;
+      }
+  FLEXTP_CHECK(count == 0, "the data-parallel replicas have diverged: ", count,
+               " unit(s) or replicated parameter(s) differ from replica 0's, e.g. ", differ,
+               ". Every replica must apply the same update to every unit (a bug in the gradient sum or the optimizer)");
 }
 
 }  // namespace flextp

@@ -1,24 +1,29 @@
 #pragma once
-// The data-parallel gradient sum (parallel/dp/gradient_sync.h) adds tensor-parallel slot r's
-// rows of every replica together, which is right only while every replica holds the same
-// partition and skips the same units. The balancer keeps it so (every replica takes the same
-// decision from the same table, trainer.cpp); this check, after each balancing step, stops the
-// run with a clear error rather than let a divergence sum one unit's gradient into another's.
+// What keeps the replicas of a data x tensor parallel run one model. Each replica balances its own
+// tensor-parallel group (its own partition, its own skipped units), and the data-parallel sum
+// (parallel/dp/gradient_sync.h) gives every replica the same gradient of every unit, so every
+// replica applies the same update to every unit. check_replica_weights verifies that cheaply
+// (one hash per unit and replica), so that a divergence stops the run with a clear error instead
+// of training replicas that drift apart.
 #include <string>
 #include <vector>
 
 #include "core/parameter.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/comm/cost_model.h"
-#include "parallel/tp/partition.h"
+#include "parallel/dp/grid.h"
 
 namespace flextp {
 
-// Every replica calibrates its own group's communication; the balancers must decide alike, so
-// all take replica 0's fits and choices.
+// Every replica calibrates its own group's communication. All take replica 0's fits and
+// choices: the replicas' balancers then weigh moves alike (each still decides from its own
+// group's timings).
 void share_comm_model(Communicator& dp, CommCostModel& model);
 
-// Throws unless every rank of `dp` holds the same partition and the same active rows.
-void check_replicas_agree(Communicator& dp, const Partition& partition, const std::vector<Parameter*>& params);
+// Collective over the world's ranks (in world-rank order, `grid` this rank's place): throws on
+// every rank unless each unit's weights and optimizer state, and each replicated parameter,
+// are bitwise the same in every replica (wherever each replica keeps the unit), naming the
+// first units that differ.
+void check_replica_weights(Communicator& world, const Grid& grid, const std::vector<Parameter*>& params);
 
 }  // namespace flextp

@@ -11,9 +11,11 @@
 #include "parallel/dp/gradient_sync.h"
 #include "parallel/dp/grid.h"
 #include "parallel/dp/micro_batches.h"
+#include "parallel/balance/active_units.h"
 #include "parallel/dp/replica_agreement.h"
 #include "parallel/tp/unit_gather.h"
 #include "tests/mpi/counting_communicator.h"
+#include "tests/mpi/grid_comms.h"
 #include "tests/mpi/mpi_context.h"
 #include "tests/mpi/tiny_gpt.h"
 
@@ -25,23 +27,8 @@ using test::check_same_tensor;
 using test::relative;
 using test::tokens;
 
-// This rank's place in a grid of `tp` ranks per replica, with its two communicators.
-struct GridComms {
-  Grid grid;
-  std::unique_ptr<Communicator> tp, dp;  // the ranks of its replica; its slot's ranks over replicas
-  Communicator* tp_or_null() { return grid.tp == 1 ? nullptr : tp.get(); }
-};
-GridComms grid_of(int tp) {
-  Communicator& world = test::world();
-  Grid g = Grid::of(world.size(), world.rank(), tp);
-  GridComms out{g, make_mpi_communicator(g.dp_rank), nullptr};
-  out.dp = make_mpi_communicator(g.tp_rank);
-  REQUIRE(out.tp->size() == g.tp);
-  REQUIRE(out.tp->rank() == g.tp_rank);
-  REQUIRE(out.dp->size() == g.dp);
-  REQUIRE(out.dp->rank() == g.dp_rank);
-  return out;
-}
+using test::GridComms;
+using test::grid_of;
 
 // Every grid of the world: one group of all ranks, pure data parallelism, and 2 x (n / 2).
 std::vector<int> grids(int n) {
@@ -80,12 +67,15 @@ TEST_CASE("a grid's windows, micro-steps and gradient sum give one process's los
         g.dp->all_reduce(loss, ReduceOp::Sum);
         CHECK(relative(loss.item(), ref_loss.item()) < 1e-12);
         std::vector<Parameter*> params = model.parameters();
-        test::CountingCommunicator counted(*g.dp);
-        GradientSync sync(counted, 4096);  // small buckets: several per model
-        sync.sum(params);
+        test::CountingCommunicator counted(*g.dp), counted_world(world);
+        GradientSync sync(counted, counted_world, g.grid, part, 4096);  // small buckets: several per model
+        sync.sum(params, part);
         if (g.grid.dp > 1) {
           CHECK(sync.stats().buckets > 1);
-          CHECK(counted.calls["all_reduce sum"] == sync.stats().buckets + 1);  // and the presence vector
+          CHECK(counted.calls["all_reduce sum"] == sync.stats().buckets);
+          // The presence and unit flags, and on the first sum the owner lists and the weight check.
+          CHECK(counted_world.calls["all_reduce sum"] == 3);
+          CHECK(counted_world.count("send_recv") == 0);  // the replicas agree: no exchange
         }
         REQUIRE(params.size() == ref.size());
         for (size_t i = 0; i < params.size(); ++i) {
@@ -109,8 +99,8 @@ TEST_CASE("one bucket or many, the data-parallel sum is the same, and a gradient
     model.loss(tokens(2, 7, 10 + world.rank()), tokens(2, 7, 20 + world.rank())).backward();
     std::vector<Parameter*> params = model.parameters();
     params.back()->value.zero_grad();  // a gradient absent on every replica
-    GradientSync sync(*g.dp, bucket);
-    sync.sum(params);
+    GradientSync sync(*g.dp, world, g.grid, all, bucket);
+    sync.sum(params, all);
     CHECK(!params.back()->grad().defined());
     CHECK(sync.stats().buckets == (bucket == 1 ? static_cast<int64_t>(params.size()) - 1 : 1));
     for (size_t i = 0; i + 1 < params.size(); ++i) sums[k].push_back(params[i]->grad().to_vector<double>());
@@ -119,19 +109,33 @@ TEST_CASE("one bucket or many, the data-parallel sum is the same, and a gradient
   CHECK(sums[0] == sums[1]);
 }
 
-TEST_CASE("replicas whose partitions differ stop with a clear error, all of them") {
+TEST_CASE("replicas whose weights differ stop with a clear error, all of them") {
   Communicator& world = test::world();
   if (world.size() < 2) return;
-  GridComms g = grid_of(1);
-  GPTConfig c = test::tiny_config(DType::F32);
-  Partition p = Partition::even(unit_groups(c), 1);
-  GPT model(c, LocalUnits::of_rank(c, p, 0), nullptr);
-  CHECK_NOTHROW(check_replicas_agree(*g.dp, p, model.parameters()));
-  std::vector<Parameter*> params = model.parameters();
-  for (Parameter* q : params)
-    if (!q->replicated() && g.grid.dp_rank == 1) {
-      q->active_rows = 0;  // one replica skips units the others run
-      break;
-    }
-  CHECK_THROWS_WITH_AS(check_replicas_agree(*g.dp, p, params), doctest::Contains("partitions differ"), Error);
+  for (int tp : grids(world.size())) {
+    GridComms g = grid_of(tp);
+    if (g.grid.dp == 1) continue;
+    INFO(g.grid.str());
+    GPTConfig c = test::tiny_config(DType::F32);
+    Partition p = test::partitions(c, tp)[2].second;  // with ranks holding none of a group
+    GPT model(c, LocalUnits::of_rank(c, p, g.grid.tp_rank), g.tp_or_null());
+    std::vector<Parameter*> params = model.parameters();
+    CHECK_NOTHROW(check_replica_weights(world, g.grid, params));
+    // Another replica keeping the same units in another local order is still the same model.
+    for (Parameter* q : params)
+      if (!q->replicated() && q->units.size() > 1 && g.grid.dp_rank == 1) {
+        std::vector<Parameter*> group = group_parameters(params, q->group().name);
+        std::vector<int64_t> reversed(q->units.rbegin(), q->units.rend());
+        reorder_units(group, reversed);
+        break;
+      }
+    CHECK_NOTHROW(check_replica_weights(world, g.grid, params));
+    // One unit's row nudged on the last replica's rank holding the first vocabulary units.
+    for (Parameter* q : params)
+      if (q->name == "wte.weight" && !q->units.empty() && g.grid.dp_rank == g.grid.dp - 1) {
+        q->value.data<float>()[0] += 1e-6f;
+        break;
+      }
+    CHECK_THROWS_WITH_AS(check_replica_weights(world, g.grid, params), doctest::Contains("replicas have diverged"), Error);
+  }
 }

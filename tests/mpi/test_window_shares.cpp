@@ -65,8 +65,8 @@ TEST_CASE("uneven window shares across replicas give one process's loss and ever
         g.dp->all_reduce(loss, ReduceOp::Sum);
         CHECK(test::relative(loss.item(), ref_loss.item()) < 1e-12);
         std::vector<Parameter*> params = model.parameters();
-        GradientSync sync(*g.dp, 25 << 20);
-        sync.sum(params);
+        GradientSync sync(*g.dp, world, g.grid, part, 25 << 20);
+        sync.sum(params, part);
         REQUIRE(params.size() == ref.size());
         for (size_t i = 0; i < params.size(); ++i) {
           Tensor gr = params[i]->grad().defined() ? params[i]->grad() : Tensor::zeros(params[i]->value.shape(), c.dtype);
