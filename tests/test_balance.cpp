@@ -150,6 +150,18 @@ TEST_CASE("straggler specs and traces") {
   bad("# nothing\n", "holds no step");
   SlowdownSchedule none({}, 2);
   CHECK_THROWS_WITH_AS(none.load_trace(dir.file("missing.csv")), doctest::Contains("cannot open"), Error);
+  // A group of consecutive ranks takes its own ranks' specs and trace columns, numbered from 0.
+  SlowdownSchedule world({parse_straggler("1:5"), parse_straggler("2:7:3")}, 4);
+  world.load_trace(dir.write("w.csv", "step,r0,r1,r2,r3\n0,1,1,1,1\n4,1,2,3,4\n"));
+  SlowdownSchedule second = world.ranks(2, 2);
+  CHECK(second.factor(0, 2) == 1.0);
+  CHECK(second.factor(0, 3) == 7.0);
+  CHECK(second.factor(0, 4) == 21.0);
+  CHECK(second.factor(1, 4) == 4.0);
+  CHECK(world.ranks(0, 2).factor(1, 4) == 10.0);
+  CHECK(world.ranks(1, 1).factor(0, 0) == 5.0);
+  CHECK(world.ranks(0, 4).factor(3, 9) == 4.0);
+  CHECK_THROWS_WITH_AS(world.ranks(3, 2), doctest::Contains("ranks 3..4 of a slowdown schedule of 4 ranks"), Error);
   ContendSpec always = parse_contend("1:3");
   CHECK(always.rank == 1);
   CHECK(always.threads == 3);

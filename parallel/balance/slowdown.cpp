@@ -75,6 +75,18 @@ void SlowdownSchedule::load_trace(const std::string& path) {
   FLEXTP_CHECK(!trace_.empty(), path, ": the trace holds no step");
 }
 
+SlowdownSchedule SlowdownSchedule::ranks(int first, int count) const {
+  FLEXTP_CHECK(first >= 0 && count > 0 && first + count <= ranks_, "ranks ", first, "..", first + count - 1,
+               " of a slowdown schedule of ", ranks_, " ranks");
+  SlowdownSchedule out;
+  out.ranks_ = count;
+  for (StragglerSpec s : specs_)
+    if (s.rank >= first && s.rank < first + count) s.rank -= first, out.specs_.push_back(s);
+  for (const auto& [step, factors] : trace_)
+    out.trace_.push_back({step, std::vector<double>(factors.begin() + first, factors.begin() + first + count)});
+  return out;
+}
+
 double SlowdownSchedule::factor(int rank, int64_t step) const {
   double f = 1.0;
   for (const StragglerSpec& s : specs_)

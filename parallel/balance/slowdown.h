@@ -36,6 +36,9 @@ class SlowdownSchedule {
   void load_trace(const std::string& path);
   double factor(int rank, int64_t step) const;
   bool empty() const { return specs_.empty() && trace_.empty(); }
+  // The schedule of ranks [first, first + count), numbered from 0: what a tensor-parallel group
+  // of consecutive ranks takes of a schedule that names the ranks of the world.
+  SlowdownSchedule ranks(int first, int count) const;
 
  private:
   std::vector<StragglerSpec> specs_;
