@@ -229,13 +229,16 @@ Corpus read_corpus(const TrainOptions& o, const Tokenizer& tok) {
   return c;
 }
 
-// Busy threads beside this rank where --contend names it.
-std::unique_ptr<Contention> contention(const TrainOptions& o, const Communicator& world) {
+// Busy threads beside this rank where --contend names it; on a GPU, busy kernels on its GPU.
+std::unique_ptr<Contention> contention(const TrainOptions& o, const Communicator& world, Device device) {
   std::unique_ptr<Contention> out;
   for (const std::string& spec : o.contend) {
     ContendSpec c = with_flag("--contend", [&] { return parse_contend(spec); });
     FLEXTP_CHECK(c.rank < world.size(), "--contend names rank ", c.rank, " but there are only ", world.size());
-    if (c.rank == world.rank()) out = std::make_unique<Contention>(c);
+    if (c.rank == world.rank())
+      out = with_flag("--contend", [&] {
+        return std::make_unique<Contention>(c, device.is_cuda() ? std::optional<int>(device.index) : std::nullopt);
+      });
   }
   return out;
 }
@@ -303,7 +306,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   // and emulates a slower rank when asked to.
   StepClock comm(tp_group ? *tp_group : world, slowdown(o, grid));
   comm.set_sync_gpu(device.is_cuda());
-  std::unique_ptr<Contention> contended = contention(o, world);
+  std::unique_ptr<Contention> contended = contention(o, world, device);
   const bool lead = world.rank() == 0;  // rank 0 alone prints and writes files
   const bool writer = grid.dp_rank == 0;  // replica 0 writes checkpoints and exports (rank 0 the files)
   std::unique_ptr<Tokenizer> tokenizer = tokenizer_from_flags(o);
