@@ -149,23 +149,18 @@ double parse_lambda(const std::string& s) {
   return *v;
 }
 
-// Emulated stragglers (--straggler, --straggler-trace) for this run's ranks. --straggler names a
-// rank of the world; this rank's step clock, which counts ranks in its tensor-parallel group,
-// gets the specs of its group's ranks.
+// Emulated stragglers (--straggler, --straggler-trace) for this run's ranks. Both name ranks of
+// the world (a trace has a column per world rank); this rank's step clock, which counts ranks in
+// its tensor-parallel group, gets its group's ranks, numbered from 0.
 SlowdownSchedule slowdown(const TrainOptions& o, const Grid& grid) {
-  std::vector<StragglerSpec> specs, in_group;
+  std::vector<StragglerSpec> specs;
   for (const std::string& s : o.stragglers) specs.push_back(with_flag("--straggler", [&] { return parse_straggler(s); }));
-  with_flag("--straggler", [&] { return SlowdownSchedule(specs, grid.world()); });  // ranks of the world
-  for (StragglerSpec s : specs)
-    if (s.rank / grid.tp == grid.dp_rank) s.rank %= grid.tp, in_group.push_back(s);
-  SlowdownSchedule schedule(in_group, grid.tp);
+  SlowdownSchedule world = with_flag("--straggler", [&] { return SlowdownSchedule(specs, grid.world()); });
   if (!o.straggler_trace.empty()) {
-    FLEXTP_CHECK(grid.dp == 1, "--straggler-trace with --tp ", grid.tp, " on ", grid.world(),
-                 " ranks: traces do not yet name ranks of several replicas; use --straggler");
     FLEXTP_CHECK(std::ifstream(o.straggler_trace).good(), "cannot open --straggler-trace file ", o.straggler_trace);
-    with_flag("--straggler-trace", [&] { schedule.load_trace(o.straggler_trace); });
+    with_flag("--straggler-trace", [&] { world.load_trace(o.straggler_trace); });
   }
-  return schedule;
+  return world.ranks(grid.world_rank_of(grid.dp_rank, 0), grid.tp);
 }
 
 // Times the communication primitives at this model's sizes and picks the cheapest of each.
@@ -234,13 +229,16 @@ Corpus read_corpus(const TrainOptions& o, const Tokenizer& tok) {
   return c;
 }
 
-// Busy threads beside this rank where --contend names it.
-std::unique_ptr<Contention> contention(const TrainOptions& o, const Communicator& world) {
+// Busy threads beside this rank where --contend names it; on a GPU, busy kernels on its GPU.
+std::unique_ptr<Contention> contention(const TrainOptions& o, const Communicator& world, Device device) {
   std::unique_ptr<Contention> out;
   for (const std::string& spec : o.contend) {
     ContendSpec c = with_flag("--contend", [&] { return parse_contend(spec); });
     FLEXTP_CHECK(c.rank < world.size(), "--contend names rank ", c.rank, " but there are only ", world.size());
-    if (c.rank == world.rank()) out = std::make_unique<Contention>(c);
+    if (c.rank == world.rank())
+      out = with_flag("--contend", [&] {
+        return std::make_unique<Contention>(c, device.is_cuda() ? std::optional<int>(device.index) : std::nullopt);
+      });
   }
   return out;
 }
@@ -308,7 +306,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   // and emulates a slower rank when asked to.
   StepClock comm(tp_group ? *tp_group : world, slowdown(o, grid));
   comm.set_sync_gpu(device.is_cuda());
-  std::unique_ptr<Contention> contended = contention(o, world);
+  std::unique_ptr<Contention> contended = contention(o, world, device);
   const bool lead = world.rank() == 0;  // rank 0 alone prints and writes files
   const bool writer = grid.dp_rank == 0;  // replica 0 writes checkpoints and exports (rank 0 the files)
   std::unique_ptr<Tokenizer> tokenizer = tokenizer_from_flags(o);

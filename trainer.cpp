@@ -48,12 +48,12 @@ StepReport Trainer::step(int64_t step) {
   Batch b = sampler_.at_step(step, first, windows.second);
   // The mean over the step's windows: each micro-step's loss is scaled by its share of them, and
   // the replicas' parts are summed (the gradients in sync_->sum below).
-  // Dropout draws its masks from the step number: each run of windows after the step's first
-  // draws its own (a function of its first window), so micro-steps and replicas do not repeat
-  // the masks of the step's first windows.
+  // Dropout draws the masks of the whole batch, window by window: a micro-step or a replica's
+  // share drops what one process running the whole batch drops in the same windows, whatever
+  // the grid (so a run may resume on another grid and continue the same curve).
   double mine = accumulate_gradients(b, o_.micro_batch, o_.batch, [&](const Tensor& ids, const Tensor& targets, int64_t at) {
     uint64_t window = static_cast<uint64_t>(first + at);
-    model_.set_step(static_cast<uint64_t>(step) + (window << 40));
+    model_.set_step(static_cast<uint64_t>(step), window);
     return model_.loss(ids, targets);
   });
   r.loss = faults_.after_forward(r.step, sum_over_replicas(mine));

@@ -20,12 +20,12 @@ std::vector<Linear*> Block::row_split_layers() const {
   return {&attn.row_split_layer(), &mlp.row_split_layer()};
 }
 
-Tensor Block::forward(const Tensor& x, double p, uint64_t seed) const {
+Tensor Block::forward(const Tensor& x, double p, uint64_t seed, uint64_t first) const {
   // The residual stream is replicated, so its dropout masks are the same on every rank.
   uint64_t attn_stream = rng::stream_id((prefix() + ".attn").c_str());
   uint64_t mlp_stream = rng::stream_id((prefix() + ".mlp").c_str());
-  Tensor h = add(x, dropout(attn.forward(ln_1.forward(x)), p, seed, attn_stream));  // [B, T, C]
-  return add(h, dropout(mlp.forward(ln_2.forward(h)), p, seed, mlp_stream));        // [B, T, C]
+  Tensor h = add(x, dropout(attn.forward(ln_1.forward(x)), p, seed, attn_stream, first));  // [B, T, C]
+  return add(h, dropout(mlp.forward(ln_2.forward(h)), p, seed, mlp_stream, first));        // [B, T, C]
 }
 
 }  // namespace flextp

@@ -14,7 +14,8 @@ class Block : public Module {
         std::vector<int64_t> mlp_blocks, Communicator* comm);
   // x [B, T, C] -> [B, T, C]. Residual dropout with probability `dropout` (0: none), its masks
   // drawn from `dropout_seed` and a stream per block and branch (the same on every rank).
-  Tensor forward(const Tensor& x, double dropout, uint64_t dropout_seed) const;
+  // `dropout_first`: x's first element in the step's batch (core/ops/dropout.h).
+  Tensor forward(const Tensor& x, double dropout, uint64_t dropout_seed, uint64_t dropout_first = 0) const;
 
   // The row-split layers, which fill in for the units priority resizing skips.
   std::vector<Linear*> row_split_layers() const;

@@ -59,8 +59,9 @@ Tensor GPT::hidden(const Tensor& ids) const {
   uint64_t seed = config_.seed ^ (step_ * 0x9E3779B97F4A7C15ull);
   Tensor tok = vocab_parallel_embedding(ids, wte.value, vocab_layout(), comm_);  // [B, T, C]
   Tensor x = add(tok, slice_rows(wpe.value, 0, t));                              // [B, T, C]
-  x = dropout(x, p, seed, rng::stream_id("embedding"));
-  for (const Block* b : blocks_) x = b->forward(x, p, seed);  // [B, T, C]
+  uint64_t first = first_window_ * static_cast<uint64_t>(t * config_.n_embd);  // x[0] in the whole batch's [B, T, C]
+  x = dropout(x, p, seed, rng::stream_id("embedding"), first);
+  for (const Block* b : blocks_) x = b->forward(x, p, seed, first);  // [B, T, C]
   return ln_f_->forward(x);                                    // [B, T, C]
 }
 

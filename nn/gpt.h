@@ -31,9 +31,12 @@ class GPT : public Module {
   Tensor local_logits(const Tensor& ids) const;
   VocabLayout vocab_layout() const;
 
-  // Dropout is active only in training mode, with masks that change with the step.
+  // Dropout is active only in training mode, with masks that change with the step. The batches
+  // that follow are the step's windows from `first_window` on: they drop what the step's whole
+  // batch would drop in those windows, so the masks do not depend on how a step's windows are
+  // cut into micro-steps and shared among replicas.
   void set_training(bool training) { training_ = training; }
-  void set_step(uint64_t step) { step_ = step; }
+  void set_step(uint64_t step, uint64_t first_window = 0) { step_ = step, first_window_ = first_window; }
   // How the row-split layers fill in for units that priority resizing skips.
   void set_imputation(Impute m);
   // The row-split layers (attention and MLP output projections), which impute skipped units.
@@ -58,7 +61,7 @@ class GPT : public Module {
   LayerNorm* ln_f_ = nullptr;
   Communicator* comm_;
   bool training_ = true;
-  uint64_t step_ = 0;
+  uint64_t step_ = 0, first_window_ = 0;
 };
 
 }  // namespace flextp

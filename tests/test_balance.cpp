@@ -9,6 +9,9 @@
 #include "parallel/balance/policies/hybrid.h"
 #include "parallel/balance/slowdown.h"
 #include "parallel/balance/step_clock.h"
+#include "core/cuda/cuda_runtime_api.h"
+#include "core/ops/elementwise.h"
+#include "tests/gpu_skip.h"
 #include "tests/temp_dir.h"
 
 #include <algorithm>
@@ -150,6 +153,18 @@ TEST_CASE("straggler specs and traces") {
   bad("# nothing\n", "holds no step");
   SlowdownSchedule none({}, 2);
   CHECK_THROWS_WITH_AS(none.load_trace(dir.file("missing.csv")), doctest::Contains("cannot open"), Error);
+  // A group of consecutive ranks takes its own ranks' specs and trace columns, numbered from 0.
+  SlowdownSchedule world({parse_straggler("1:5"), parse_straggler("2:7:3")}, 4);
+  world.load_trace(dir.write("w.csv", "step,r0,r1,r2,r3\n0,1,1,1,1\n4,1,2,3,4\n"));
+  SlowdownSchedule second = world.ranks(2, 2);
+  CHECK(second.factor(0, 2) == 1.0);
+  CHECK(second.factor(0, 3) == 7.0);
+  CHECK(second.factor(0, 4) == 21.0);
+  CHECK(second.factor(1, 4) == 4.0);
+  CHECK(world.ranks(0, 2).factor(1, 4) == 10.0);
+  CHECK(world.ranks(1, 1).factor(0, 0) == 5.0);
+  CHECK(world.ranks(0, 4).factor(3, 9) == 4.0);
+  CHECK_THROWS_WITH_AS(world.ranks(3, 2), doctest::Contains("ranks 3..4 of a slowdown schedule of 4 ranks"), Error);
   ContendSpec always = parse_contend("1:3");
   CHECK(always.rank == 1);
   CHECK(always.threads == 3);
@@ -190,6 +205,47 @@ TEST_CASE("a duty-cycled contention spins for BUSY ms of every PERIOD and parses
   bad("0:1:120/100", "0 < BUSY <= PERIOD");
   bad("0:1:a/100", "'a' is not a number");
   bad("0:1:30/100:4", "expected 2 or 3 fields");
+}
+
+TEST_CASE("a contention thread, on a core or a GPU, spins in slices of the busy phase and sleeps through the idle one") {
+  ContendSpec c = parse_contend("0:1:30/100");
+  auto check_phase = [&](double t, bool busy, double ms) {
+    ContendSpec::Phase p = c.phase_at(t, 5.0);
+    INFO("at ", t, " ms");
+    CHECK(p.busy == busy);
+    CHECK(p.ms == doctest::Approx(ms));
+  };
+  check_phase(0, true, 5);
+  check_phase(27, true, 3);   // the slice ends with the busy phase
+  check_phase(30, false, 5);
+  check_phase(98, false, 2);  // the sleep ends with the idle phase
+  check_phase(1001, true, 5);
+  // Following its phases from the start, a thread is busy 30 ms of every 100 and idle 70.
+  double t = 0, busy = 0;
+  while (t < 1000) {
+    ContendSpec::Phase p = c.phase_at(t, 5.0);
+    REQUIRE(p.ms > 0);
+    if (p.busy) busy += p.ms;
+    t += p.ms;
+  }
+  CHECK(t == doctest::Approx(1000));
+  CHECK(busy == doctest::Approx(300));
+  ContendSpec::Phase always = parse_contend("0:1").phase_at(12345, 5.0);
+  CHECK(always.busy);
+  CHECK(always.ms == 5.0);
+  if (!cuda_compiled() || cuda::device_count() == 0)  // no GPU to keep busy: said before any thread starts
+    CHECK_THROWS_WITH_AS(Contention(c, 0), doctest::Contains("contention on GPU 0: 0 GPU(s) visible"), Error);
+}
+
+TEST_CASE("on the GPU, a duty-cycled contention runs its busy kernel beside the compute stream and stops with it") {
+  if (test::skip_without_gpu()) return;
+  {
+    Contention busy(parse_contend("0:1:20/40"), 0);
+    Tensor x = Tensor::ones({1 << 20}, DType::F32, Device::cuda(0));
+    for (int i = 0; i < 20; ++i) x = add(x, x);  // training-like kernels on the compute stream meanwhile
+    CHECK(x.to(Device::cpu()).to_vector<float>()[0] == static_cast<float>(1 << 20));
+  }  // the destructor waits for the threads, each within one slice
+  cuda::spin(0, 1);
 }
 
 TEST_CASE("the step clock stretches compute by the factor and counts it as compute" * doctest::test_suite("timing")) {

@@ -387,6 +387,16 @@ TEST_CASE("dropout: identity at p = 0, seeded mask, scaled survivors, gradient")
   CHECK_THROWS_WITH_AS(dropout(x, 1.0, 1, 2), doctest::Contains("[0, 1)"), Error);
 }
 
+TEST_CASE("dropout of a run of rows from element `first` on draws the whole tensor's masks there") {
+  Tensor whole = Tensor::ones({8, 50});
+  std::vector<float> all = dropout(whole, 0.5, 7, 9).to_vector<float>();
+  std::vector<float> tail = dropout(slice_rows(whole, 3, 5).clone(), 0.5, 7, 9, 3 * 50).to_vector<float>();
+  CHECK(tail == std::vector<float>(all.begin() + 3 * 50, all.end()));
+  CHECK(tail != std::vector<float>(all.begin(), all.begin() + 5 * 50));  // not the first rows' masks
+  check_gradients([](const In& in) { return dropout(in[0], 0.3, 5, 6, 1000); }, {leaf({6, 6}, 1)});
+  test::check_on_gpu([](const In& in) { return dropout(in[0], 0.25, 1, 2, 12345); }, to_f32({leaf({10000}, 2)}));
+}
+
 // ---------------------------------------------------------------- a small composite
 TEST_CASE("a two-layer MLP with a LayerNorm trains its gradient end to end") {
   auto f = [](const In& in) {

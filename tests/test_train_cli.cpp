@@ -208,6 +208,8 @@ TEST_CASE("under mpirun, a grid that does not fit its ranks stops with a clear m
   fails_with("--tp 1", "--batch: a batch of 2 windows does not split evenly over 4 replicas");  // kTiny's batch
   fails_with("--tp 2 --tp-assign 'head=0|1|'",
              "(--tp 2: --tp-weights and --tp-assign name the 2 ranks of one tensor-parallel group");
+  // A trace has a column per rank of the world, whatever the grid.
+  fails_with("--tp 2 --straggler-trace " + dir.write("two.csv", "0,1,2\n"), "expected step and 4 factors, got 3 fields");
 }
 
 using test::read_metrics;
@@ -386,6 +388,36 @@ TEST_CASE("a straggler in one replica of a 2 x 2 grid: every replica moves the s
     migrated = migrated || b[s]["plan"] == "migrate";
   }
   CHECK(migrated);
+}
+
+TEST_CASE("a straggler trace on a 2 x 2 grid names world ranks: a slow rank of replica 1 moves units, losses do not change" * doctest::test_suite("timing")) {
+  test::TempDir dir("gridtrace");
+  std::string data = corpus(dir);
+  std::string base = "timeout 300 " + std::string(FLEXTP_MPIRUN) + " -np 4 -x OMP_NUM_THREADS=1 " + FLEXTP_TRAIN_BINARY +
+                     " --n-layer 2 --n-head 4 --n-embd 64 --seq-len 32 --batch 8 --steps 12 --eval-every 0"
+                     " --eval-batches 1 --log-every 100 --tp 2 --balance migrate --data " + data;
+  std::string plain = dir.file("plain.jsonl"), traced = dir.file("traced.jsonl");
+  REQUIRE(std::system((base + " --metrics " + plain + " > /dev/null 2>&1").c_str()) == 0);
+  // A column per world rank: world rank 3, tensor rank 1 of replica 1, is slowed 4x from step 4.
+  std::string trace = dir.write("trace.csv", "step,r0,r1,r2,r3\n0,1,1,1,1\n4,1,1,1,4\n");
+  Run r = test::run_command(base + " --straggler-trace " + trace + " --metrics " + traced);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  std::vector<nlohmann::json> a = read_metrics(plain), b = read_metrics(traced);
+  REQUIRE(a.size() == 12);
+  REQUIRE(b.size() == 12);
+  bool migrated = false;
+  for (size_t s = 0; s < a.size(); ++s) {
+    CHECK(std::abs(a[s]["loss"].get<double>() - b[s]["loss"].get<double>()) < 1e-4);
+    migrated = migrated || b[s]["plan"] == "migrate";
+  }
+  CHECK(migrated);
+  // Tensor rank 1 (slow in replica 1, and so in every replica's table) ends with fewer units.
+  const nlohmann::json& last = b.back()["ranks"];
+  double slow_units = 0, fast_units = 0;
+  for (double u : last[1]["units"]) slow_units += u;
+  for (double u : last[0]["units"]) fast_units += u;
+  CHECK(slow_units < fast_units);
 }
 
 TEST_CASE("a straggler with --balance resize or hybrid: the slow rank skips units from the next step on" * doctest::test_suite("timing")) {

@@ -26,5 +26,10 @@ void fill(void* dst, size_t n, DType dtype, double value);
 // The same counter-based random numbers as the CPU (see core/random.h).
 void fill_uniform_f32(float* dst, size_t n, uint64_t seed, uint64_t stream, float lo, float hi);
 void fill_normal_f32(float* dst, size_t n, uint64_t seed, uint64_t stream, float mean, float std);
+// Keeps `device` busy for about `ms` milliseconds and returns when it is done: a kernel that fills
+// every SM and spins on the GPU's clock, launched from the calling thread on a stream of that
+// thread's own (never flextp's compute stream), so that the training's kernels wait for SMs as
+// they would beside another job's. --contend's noisy neighbour on a GPU (ms 0: a launch only).
+void spin(int device, double ms);
 
 }  // namespace flextp::cuda

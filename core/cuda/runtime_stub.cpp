@@ -21,6 +21,7 @@ void synchronize() {}
 void fill(void*, size_t, DType, double) { no_cuda("cuda fill"); }
 void fill_uniform_f32(float*, size_t, uint64_t, uint64_t, float, float) { no_cuda("cuda uniform"); }
 void fill_normal_f32(float*, size_t, uint64_t, uint64_t, float, float) { no_cuda("cuda randn"); }
+void spin(int, double) { no_cuda("a busy kernel on a GPU"); }
 
 std::string cudnn_attention_describe(bool, const AttentionLayout&) {
   return "unavailable: this flextp build has no CUDA backend";

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
+#include "core/cuda/cuda_runtime_api.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/text_fields.h"
 
@@ -75,6 +78,18 @@ void SlowdownSchedule::load_trace(const std::string& path) {
   FLEXTP_CHECK(!trace_.empty(), path, ": the trace holds no step");
 }
 
+SlowdownSchedule SlowdownSchedule::ranks(int first, int count) const {
+  FLEXTP_CHECK(first >= 0 && count > 0 && first + count <= ranks_, "ranks ", first, "..", first + count - 1,
+               " of a slowdown schedule of ", ranks_, " ranks");
+  SlowdownSchedule out;
+  out.ranks_ = count;
+  for (StragglerSpec s : specs_)
+    if (s.rank >= first && s.rank < first + count) s.rank -= first, out.specs_.push_back(s);
+  for (const auto& [step, factors] : trace_)
+    out.trace_.push_back({step, std::vector<double>(factors.begin() + first, factors.begin() + first + count)});
+  return out;
+}
+
 double SlowdownSchedule::factor(int rank, int64_t step) const {
   double f = 1.0;
   for (const StragglerSpec& s : specs_)
@@ -97,22 +112,38 @@ double ContendSpec::until_switch(double t_ms) const {
   return phase < busy_ms ? busy_ms - phase : period_ms - phase;
 }
 
-Contention::Contention(const ContendSpec& spec) {
+ContendSpec::Phase ContendSpec::phase_at(double t_ms, double slice_ms) const {
+  return {busy_at(t_ms), std::min(until_switch(t_ms), slice_ms)};
+}
+
+Contention::Contention(const ContendSpec& spec, std::optional<int> gpu) {
+  if (gpu) {
+    int count = cuda::device_count();
+    FLEXTP_CHECK(*gpu >= 0 && *gpu < count, "contention on GPU ", *gpu, ": ", count,
+                 " GPU(s) visible", cuda_compiled() ? "" : " (this flextp build has no CUDA backend)");
+    cuda::spin(*gpu, 0);  // a failing launch is reported here, not in a thread
+  }
   auto start = std::chrono::steady_clock::now();
   auto since_start_ms = [start] {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   };
   for (int i = 0; i < spec.threads; ++i)
-    threads_.emplace_back([this, spec, since_start_ms] {
+    threads_.emplace_back([this, spec, gpu, since_start_ms] {
       volatile double x = 1.0;
       while (!stop_.load(std::memory_order_relaxed)) {
-        double t = since_start_ms();
-        if (spec.busy_at(t)) {
+        // Slices of 5 ms at most, so that the destructor never waits a whole phase.
+        ContendSpec::Phase next = spec.phase_at(since_start_ms(), 5.0);
+        if (next.busy && gpu) {
+          try {
+            cuda::spin(*gpu, next.ms);
+          } catch (const std::exception& e) {  // nowhere to throw to: the contention ends, said once
+            std::fprintf(stderr, "contention on GPU %d stops: %s\n", *gpu, e.what());
+            return;
+          }
+        } else if (next.busy) {
           for (int k = 0; k < 4096; ++k) x = x * 1.0000001 + 1e-9;
         } else {
-          // Short sleeps so that the destructor never waits a whole idle phase.
-          double idle = std::min(spec.until_switch(t), 5.0);
-          std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(idle));
+          std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(next.ms));
         }
       }
     });

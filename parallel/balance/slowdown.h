@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -36,6 +37,9 @@ class SlowdownSchedule {
   void load_trace(const std::string& path);
   double factor(int rank, int64_t step) const;
   bool empty() const { return specs_.empty() && trace_.empty(); }
+  // The schedule of ranks [first, first + count), numbered from 0: what a tensor-parallel group
+  // of consecutive ranks takes of a schedule that names the ranks of the world.
+  SlowdownSchedule ranks(int first, int count) const;
 
  private:
   std::vector<StragglerSpec> specs_;
@@ -47,6 +51,8 @@ class SlowdownSchedule {
 // a duty cycle they spin for the first BUSY ms of every PERIOD ms and sleep for the rest, the
 // way a noisy neighbour takes a shared core in time slices: the rank runs in bursts, slowed
 // between 1x and 2x on average (a thread per core: ~1 + BUSY/PERIOD), with bursts of known length.
+// On a GPU each thread keeps the rank's GPU busy instead, on the same schedule: a kernel that
+// fills every SM, on a stream of its own, for the busy part of each period (core/cuda/spin.cu).
 struct ContendSpec {
   int rank = 0;
   int threads = 1;
@@ -56,13 +62,22 @@ struct ContendSpec {
   bool busy_at(double t_ms) const;
   // Milliseconds from `t_ms` to the next switch between spinning and sleeping.
   double until_switch(double t_ms) const;
+  // What a thread does next at `t_ms`: spin (on the core or the GPU) or sleep, for `ms`, at most
+  // `slice_ms` so that it sees a stop request soon.
+  struct Phase {
+    bool busy;
+    double ms;
+  };
+  Phase phase_at(double t_ms, double slice_ms) const;
 };
 
 ContendSpec parse_contend(const std::string& spec);
 
 class Contention {
  public:
-  explicit Contention(const ContendSpec& spec);
+  // Beside this process's cores, or on GPU `gpu` (the rank's device): an error names the problem
+  // when there is no such GPU (a build without CUDA has none).
+  explicit Contention(const ContendSpec& spec, std::optional<int> gpu = std::nullopt);
   ~Contention();
   Contention(const Contention&) = delete;
   Contention& operator=(const Contention&) = delete;
