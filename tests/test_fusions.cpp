@@ -1,0 +1,68 @@
+// The fused ops (one pass where the model used two or three): each one's gradient against finite
+// differences, and each one against the unfused ops it replaces (values and input gradients).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "core/ops/bias_gelu.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/gelu.h"
+#include "tests/gradcheck.h"
+
+using namespace flextp;
+using test::check_gradients;
+using test::leaf;
+using In = std::vector<Tensor>;
+
+namespace {
+
+In to_f32(const In& in) {
+  In out;
+  for (const Tensor& t : in) {
+    Tensor c = t.detach().to(DType::F32);
+    c.set_requires_grad(t.requires_grad());
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Runs f on fresh copies of `inputs`, backpropagates a fixed random projection of its output,
+// and returns the output followed by every input's gradient.
+In output_and_grads(const test::Fn& f, const In& inputs) {
+  In in = to_f32(inputs);
+  Tensor out = f(in);
+  sum(mul(out, Tensor::randn(out.shape(), 77, 3, 0, 1, out.dtype()))).backward();
+  In all{out.detach()};
+  for (const Tensor& t : in) all.push_back(t.grad());
+  return all;
+}
+
+// The fused op gives the unfused ops' output and gradients (in f32, to `tol` relative).
+void check_fused_matches(const test::Fn& fused, const test::Fn& unfused, const In& inputs, double tol) {
+  In a = output_and_grads(fused, inputs), b = output_and_grads(unfused, inputs);
+  REQUIRE(a.size() == b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    std::string what = k == 0 ? "the output" : "the gradient of input " + std::to_string(k - 1);
+    INFO(what);
+    REQUIRE(a[k].defined());
+    test::check_close(a[k], b[k], tol);
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- bias + GELU
+TEST_CASE("bias_gelu: finite-difference gradient of x and bias, rows with a vector tail") {
+  auto f = [](const In& in) { return bias_gelu(in[0], in[1]); };
+  check_gradients(f, {leaf({3, 4, 19}, 1, 2.0), leaf({19}, 2)});
+}
+
+TEST_CASE("bias_gelu equals gelu(add(x, bias)), values and gradients") {
+  auto fused = [](const In& in) { return bias_gelu(in[0], in[1]); };
+  auto unfused = [](const In& in) { return gelu(add(in[0], in[1])); };
+  check_fused_matches(fused, unfused, {leaf({5, 37}, 3, 2.0), leaf({37}, 4)}, 1e-6);
+  check_fused_matches(fused, unfused, {leaf({64, 128}, 5, 2.0), leaf({128}, 6)}, 1e-6);
+  test::check_on_gpu(fused, to_f32({leaf({7, 300}, 7), leaf({300}, 8)}));
+  CHECK_THROWS_WITH_AS(bias_gelu(Tensor::zeros({2, 4}), Tensor::zeros({3})),
+                       doctest::Contains("needs a bias of shape [4]"), Error);
+}
