@@ -7,6 +7,7 @@
 #include "core/ops/bias_gelu.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/gelu.h"
+#include "core/ops/layernorm.h"
 #include "tests/gradcheck.h"
 
 using namespace flextp;
@@ -65,4 +66,36 @@ TEST_CASE("bias_gelu equals gelu(add(x, bias)), values and gradients") {
   test::check_on_gpu(fused, to_f32({leaf({7, 300}, 7), leaf({300}, 8)}));
   CHECK_THROWS_WITH_AS(bias_gelu(Tensor::zeros({2, 4}), Tensor::zeros({3})),
                        doctest::Contains("needs a bias of shape [4]"), Error);
+}
+
+// ---------------------------------------------------------------- residual add + LayerNorm
+TEST_CASE("add_layernorm: finite-difference gradient through the normalised output and the sum") {
+  // Both outputs go on in a block (the sum is the residual stream): the projection sees both.
+  auto f = [](const In& in) {
+    Tensor sum;
+    Tensor y = add_layernorm(in[0], in[1], in[2], in[3], sum);
+    return add(y, scale(sum, 0.5));
+  };
+  check_gradients(f, {leaf({2, 3, 21}, 1), leaf({2, 3, 21}, 2), leaf({21}, 3), leaf({21}, 4)});
+}
+
+TEST_CASE("add_layernorm equals layernorm(add(x, residual)) and the sum equals add's") {
+  auto fused = [](const In& in) {
+    Tensor sum;
+    Tensor y = add_layernorm(in[0], in[1], in[2], in[3], sum);
+    return add(y, scale(sum, 0.5));
+  };
+  auto unfused = [](const In& in) {
+    Tensor sum = add(in[0], in[1]);
+    return add(layernorm(sum, in[2], in[3]), scale(sum, 0.5));
+  };
+  check_fused_matches(fused, unfused, {leaf({5, 37}, 5), leaf({5, 37}, 6), leaf({37}, 7), leaf({37}, 8)}, 1e-6);
+  check_fused_matches(fused, unfused, {leaf({64, 128}, 9), leaf({64, 128}, 10), leaf({128}, 11), leaf({128}, 12)},
+                      1e-6);
+  test::check_on_gpu(fused, to_f32({leaf({4, 70, 300}, 4), leaf({4, 70, 300}, 5), leaf({300}, 6), leaf({300}, 7)}),
+                     1e-4);
+  Tensor sum;
+  CHECK_THROWS_WITH_AS(add_layernorm(Tensor::zeros({2, 4}), Tensor::zeros({1, 4}), Tensor::ones({4}),
+                                     Tensor::zeros({4}), sum),
+                       doctest::Contains("must have the input's shape f32[2, 4]"), Error);
 }
