@@ -5,9 +5,11 @@
 #include <string>
 
 #include "core/ops/bias_gelu.h"
+#include "core/ops/cross_entropy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/gelu.h"
 #include "core/ops/layernorm.h"
+#include "parallel/tp/vocab_parallel.h"
 #include "tests/gradcheck.h"
 
 using namespace flextp;
@@ -98,4 +100,41 @@ TEST_CASE("add_layernorm equals layernorm(add(x, residual)) and the sum equals a
   CHECK_THROWS_WITH_AS(add_layernorm(Tensor::zeros({2, 4}), Tensor::zeros({1, 4}), Tensor::ones({4}),
                                      Tensor::zeros({4}), sum),
                        doctest::Contains("must have the input's shape f32[2, 4]"), Error);
+}
+
+// ---------------------------------------------------------------- cross-entropy, one rank
+// With every vocabulary column on one rank, vocab_parallel_cross_entropy computes the loss and the
+// probabilities in one pass when a backward is to come (parallel/tp/vocab_parallel.cpp).
+TEST_CASE("one-rank cross-entropy in one pass: finite-difference gradient, padded columns, an ignored row") {
+  VocabLayout layout({3, 2, 0, 1}, 4, 14, 16);  // units of 4 rows, vocab 14 padded to 16, permuted
+  Tensor targets = Tensor::from_vector<int32_t>({13, 0, -100, 7, 5}, {5});
+  auto f = [&](const In& in) { return vocab_parallel_cross_entropy(in[0], targets, layout, nullptr); };
+  check_gradients(f, {leaf({5, 16}, 1, 2.0)});
+  Tensor x = leaf({5, 16}, 2, 2.0);
+  f({x}).backward();
+  std::vector<double> g = x.grad().to_vector<double>();
+  int64_t padded = 0;
+  for (int64_t col = 0; col < 16; ++col) {
+    if (layout.global_ids()[col] < 14) continue;
+    ++padded;
+    for (int64_t i = 0; i < 5; ++i) CHECK(g[i * 16 + col] == 0.0);  // padded columns get no gradient
+  }
+  CHECK(padded == 2);
+}
+
+TEST_CASE("one-rank cross-entropy in one pass equals the two passes and the plain cross_entropy") {
+  VocabLayout plain({0, 1, 2}, 7, 21);  // 21 columns in vocabulary order: the plain op's logits
+  Tensor targets = Tensor::from_vector<int32_t>({20, 0, 3, -100, 11, 7, 19}, {7});
+  auto fused = [&](const In& in) { return vocab_parallel_cross_entropy(in[0], targets, plain, nullptr); };
+  auto unfused = [&](const In& in) { return cross_entropy(in[0], targets); };
+  check_fused_matches(fused, unfused, {leaf({7, 21}, 3, 3.0)}, 1e-6);
+  // The loss is bitwise the two-pass one (taken without a backward to come).
+  Tensor x = leaf({7, 21}, 4, 3.0).to(DType::F32);
+  x.set_requires_grad(true);
+  double one_pass = fused({x}).item(), two_passes;
+  {
+    NoGradGuard ng;
+    two_passes = fused({x}).item();
+  }
+  CHECK(one_pass == two_passes);
 }
