@@ -5,7 +5,6 @@
 #include <string>
 
 #include "core/ops/bias_gelu.h"
-#include "core/ops/cross_entropy.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/gelu.h"
 #include "core/ops/layernorm.h"
@@ -103,12 +102,15 @@ TEST_CASE("add_layernorm equals layernorm(add(x, residual)) and the sum equals a
 }
 
 // ---------------------------------------------------------------- cross-entropy, one rank
-// With every vocabulary column on one rank, vocab_parallel_cross_entropy computes the loss and the
-// probabilities in one pass when a backward is to come (parallel/tp/vocab_parallel.cpp).
+// With every vocabulary column on one rank, vocab_parallel_cross_entropy can compute the loss and
+// the probabilities in one pass when a backward is to come (CePasses::One; Auto picks it for big
+// logits).
 TEST_CASE("one-rank cross-entropy in one pass: finite-difference gradient, padded columns, an ignored row") {
   VocabLayout layout({3, 2, 0, 1}, 4, 14, 16);  // units of 4 rows, vocab 14 padded to 16, permuted
   Tensor targets = Tensor::from_vector<int32_t>({13, 0, -100, 7, 5}, {5});
-  auto f = [&](const In& in) { return vocab_parallel_cross_entropy(in[0], targets, layout, nullptr); };
+  auto f = [&](const In& in) {
+    return vocab_parallel_cross_entropy(in[0], targets, layout, nullptr, -100, CePasses::One);
+  };
   check_gradients(f, {leaf({5, 16}, 1, 2.0)});
   Tensor x = leaf({5, 16}, 2, 2.0);
   f({x}).backward();
@@ -122,19 +124,16 @@ TEST_CASE("one-rank cross-entropy in one pass: finite-difference gradient, padde
   CHECK(padded == 2);
 }
 
-TEST_CASE("one-rank cross-entropy in one pass equals the two passes and the plain cross_entropy") {
-  VocabLayout plain({0, 1, 2}, 7, 21);  // 21 columns in vocabulary order: the plain op's logits
-  Tensor targets = Tensor::from_vector<int32_t>({20, 0, 3, -100, 11, 7, 19}, {7});
-  auto fused = [&](const In& in) { return vocab_parallel_cross_entropy(in[0], targets, plain, nullptr); };
-  auto unfused = [&](const In& in) { return cross_entropy(in[0], targets); };
-  check_fused_matches(fused, unfused, {leaf({7, 21}, 3, 3.0)}, 1e-6);
-  // The loss is bitwise the two-pass one (taken without a backward to come).
-  Tensor x = leaf({7, 21}, 4, 3.0).to(DType::F32);
-  x.set_requires_grad(true);
-  double one_pass = fused({x}).item(), two_passes;
-  {
-    NoGradGuard ng;
-    two_passes = fused({x}).item();
+TEST_CASE("one-rank cross-entropy in one pass equals the two passes, bitwise, padded or not") {
+  Tensor targets = Tensor::from_vector<int32_t>({13, 0, 3, -100, 11, 7, 2}, {7});
+  for (const VocabLayout& layout : {VocabLayout({0, 1, 2}, 7, 21), VocabLayout({3, 2, 0, 1}, 4, 14, 16)}) {
+    CAPTURE(layout.local_rows());
+    auto with = [&](CePasses passes) {
+      return [&targets, &layout, passes](const In& in) {
+        return vocab_parallel_cross_entropy(in[0], targets, layout, nullptr, -100, passes);
+      };
+    };
+    check_fused_matches(with(CePasses::One), with(CePasses::Two), {leaf({7, layout.local_rows()}, 3, 3.0)}, 0.0);
+    check_fused_matches(with(CePasses::Auto), with(CePasses::Two), {leaf({7, layout.local_rows()}, 4, 3.0)}, 0.0);
   }
-  CHECK(one_pass == two_passes);
 }

@@ -59,7 +59,7 @@ Tensor vocab_parallel_embedding(const Tensor& ids, const Tensor& table, const Vo
 }
 
 Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, const VocabLayout& layout,
-                                    Communicator* comm, int32_t ignore_index) {
+                                    Communicator* comm, int32_t ignore_index, CePasses passes) {
   FLEXTP_CHECK(logits.ndim() == 2 && logits.size(1) == layout.local_rows(), "vocab-parallel cross-entropy: logits ",
                logits.str(), " do not match the ", layout.local_rows(), " local vocabulary rows");
   int64_t n = logits.size(0);
@@ -87,7 +87,13 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   Tensor target_logit = view_as(slice_rows(sums.detach(), 1, 1), {n});
   Tensor row_max = Tensor::empty({n}, dt, dev);
   Tensor lse = Tensor::empty({n}, dt, dev), loss = Tensor::empty({}, dt, dev);
-  if ((!comm || comm->size() == 1) && grad_enabled() && logits.requires_grad()) {
+  // On the CPU the one pass pays where the logits come from memory: with logits in cache (the
+  // default model's 2048 x 256) writing the probabilities costs more than reading the logits
+  // twice more (bench_ops fusions: 0.74-0.88x there, 1.15-1.26x at GPT-2 small's 512 x 50257).
+  constexpr int64_t kOnePassCpuBytes = int64_t{8} << 20;
+  bool big = dev.is_cuda() || logits.numel() * static_cast<int64_t>(dtype_size(dt)) >= kOnePassCpuBytes;
+  bool one_pass = passes == CePasses::One || (passes == CePasses::Auto && big);
+  if ((!comm || comm->size() == 1) && one_pass && grad_enabled() && logits.requires_grad()) {
     // Nothing to all-reduce: one pass per row gives the statistics and the probabilities, and the
     // backward only scales the probabilities in place (bitwise the values of the passes below).
     // Without a backward to come (evaluation) the probabilities would be wasted: the passes below.
