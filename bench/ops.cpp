@@ -5,20 +5,29 @@
 //    core/cpu/sgemm.cpp for big f32 products) next to a bare Eigen GEMM of the same size;
 //  - forward + backward ms of the fused attention, LayerNorm and cross-entropy at B = 4,
 //    T = 64..256, C = 768 (12 heads; vocabulary 50257 for the cross-entropy).
+//  - the fused ops beside the unfused ones they replace, forward + backward, alternated and each
+//    the median of its rounds (`bench_ops fusions` runs only these).
 //  The GEMMs are GPT-2 small's (B 4, T 128) and the default `make train` model's (2048 rows,
 //  K and N of 128-512), forward and both backward products.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "bench/fma_peak.h"
 #include "bench/timer.h"
 #include "core/autograd.h"
 #include "core/cpu/eigen.h"
 #include "core/ops/attention.h"
+#include "core/ops/bias_gelu.h"
 #include "core/ops/cross_entropy.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/gelu.h"
 #include "core/ops/layernorm.h"
 #include "core/ops/matmul.h"
 #include "core/ops/reduce.h"
+#include "core/ops/sharded_cross_entropy.h"
 #include "core/parallel_for.h"
 
 using namespace flextp;
@@ -72,10 +81,80 @@ void bench_fused(const char* name, int64_t t, Forward&& forward, Tensor& input) 
               (long long)t, fwd, both);
 }
 
+
+// The median of `rounds` medians of f and of g, alternated (a shared machine's load drifts).
+template <typename F, typename G>
+void bench_pair(const char* what, F&& unfused, G&& fused, int rounds = 5) {
+  std::vector<double> a, b;
+  for (int r = 0; r < rounds; ++r) {
+    a.push_back(bench::median_ms(unfused));
+    b.push_back(bench::median_ms(fused));
+  }
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  double ta = a[a.size() / 2], tb = b[b.size() / 2];
+  std::printf("%-44s unfused %8.3f ms   fused %8.3f ms   %.2fx\n", what, ta, tb, ta / tb);
+}
+
+// Forward + backward of each fusion the model uses, at the default model's sizes (2048 rows,
+// C 128, vocabulary 256) and GPT-2 small's (512 rows, C 768, vocabulary 50257).
+void bench_fusions() {
+  struct Size {
+    const char* name;
+    int64_t rows, c, vocab;
+  };
+  for (Size z : {Size{"default", 2048, 128, 256}, Size{"gpt2-small", 512, 768, 50257}}) {
+    std::printf("%s (%lld rows, C %lld, vocabulary %lld)\n", z.name, (long long)z.rows, (long long)z.c,
+                (long long)z.vocab);
+    Tensor x = Tensor::randn({z.rows, 4 * z.c}, 1), bias = Tensor::randn({4 * z.c}, 2);
+    x.set_requires_grad(true);
+    bias.set_requires_grad(true);
+    bench_pair("  gelu(add(x, bias)) -> bias_gelu",
+               [&] { sum(gelu(add(x, bias))).backward(); }, [&] { sum(bias_gelu(x, bias)).backward(); });
+    Tensor h = Tensor::randn({z.rows, z.c}, 3), r = Tensor::randn({z.rows, z.c}, 4);
+    Tensor w = Tensor::ones({z.c}), b = Tensor::zeros({z.c});
+    for (Tensor* t : {&h, &r, &w, &b}) t->set_requires_grad(true);
+    bench_pair("  layernorm(add(h, r)) -> add_layernorm",
+               [&] { sum(layernorm(add(h, r), w, b)).backward(); },
+               [&] {
+                 Tensor s;
+                 sum(add_layernorm(h, r, w, b, s)).backward();
+               });
+    // The one-rank cross-entropy's kernels: two passes and a backward from the logits, against
+    // one pass and a backward from the probabilities (parallel/tp/vocab_parallel.cpp).
+    int64_t n = z.rows, v = z.vocab;
+    Tensor logits = Tensor::randn({n, v}, 5), runs = Tensor::from_vector<int32_t>({0, static_cast<int32_t>(v)}, {1, 2});
+    std::vector<int32_t> tg(n);
+    for (int64_t i = 0; i < n; ++i) tg[i] = static_cast<int32_t>((i * 7919) % v);
+    Tensor target = Tensor::from_vector(tg, {n}), counted = Tensor::ones({n}), grad = Tensor::ones({});
+    Tensor row_max = Tensor::empty({n}), sum_exp = Tensor::empty({n}), target_logit = Tensor::empty({n});
+    Tensor lse = Tensor::empty({n}), loss = Tensor::empty({});
+    bench_pair("  cross-entropy: two passes -> one pass",
+               [&] {
+                 Tensor dl = Tensor::empty({n, v});
+                 cpu::sharded_ce_row_max(logits, runs, row_max);
+                 cpu::sharded_ce_sums(logits, runs, row_max, target, sum_exp, target_logit);
+                 cpu::sharded_ce_loss(row_max, sum_exp, target_logit, counted, n, lse, loss);
+                 cpu::sharded_ce_backward(logits, runs, target, lse, counted, grad, n, dl);
+               },
+               [&] {
+                 Tensor probs = Tensor::empty({n, v});
+                 cpu::sharded_ce_one_rank_forward(logits, runs, target, row_max, sum_exp, target_logit, probs);
+                 cpu::sharded_ce_loss(row_max, sum_exp, target_logit, counted, n, lse, loss);
+                 cpu::sharded_ce_backward_from_probs(probs, runs, target, counted, grad, n, probs);
+               });
+  }
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   const int threads = num_threads();
+  if (argc > 1 && std::strcmp(argv[1], "fusions") == 0) {
+    std::printf("flextp bench/ops fusions: %d threads, float32\n", threads);
+    bench_fusions();
+    return 0;
+  }
   std::printf("flextp bench/ops: %d threads, float32, median of 7 runs (GEMMs: and the fastest of 30)\n\n", threads);
   for (const std::string& isa : bench::fma_isas())
     for (int t : {1, threads}) {
@@ -114,5 +193,7 @@ int main() {
     Tensor targets = Tensor::zeros({4 * t}, DType::I32);
     bench_fused("cross_entropy", t, [&] { return cross_entropy(logits, targets); }, logits);
   }
+  std::printf("\nfusions\n");
+  bench_fusions();
   return 0;
 }

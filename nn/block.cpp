@@ -24,8 +24,9 @@ Tensor Block::forward(const Tensor& x, double p, uint64_t seed, uint64_t first) 
   // The residual stream is replicated, so its dropout masks are the same on every rank.
   uint64_t attn_stream = rng::stream_id((prefix() + ".attn").c_str());
   uint64_t mlp_stream = rng::stream_id((prefix() + ".mlp").c_str());
-  Tensor h = add(x, dropout(attn.forward(ln_1.forward(x)), p, seed, attn_stream, first));  // [B, T, C]
-  return add(h, dropout(mlp.forward(ln_2.forward(h)), p, seed, mlp_stream, first));        // [B, T, C]
+  Tensor h;  // [B, T, C]: x + the attention's output, and ln_2 of it, in one pass
+  Tensor normed = ln_2.forward_after_add(x, dropout(attn.forward(ln_1.forward(x)), p, seed, attn_stream, first), h);
+  return add(h, dropout(mlp.forward(normed), p, seed, mlp_stream, first));  // [B, T, C]
 }
 
 }  // namespace flextp

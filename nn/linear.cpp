@@ -57,9 +57,7 @@ Tensor active_rows(const Parameter& p) { return p.resized() ? slice_rows(p.value
 }  // namespace
 
 Tensor Linear::forward(const Tensor& x) const {
-  if (split_ == Split::Column)
-    return add(matmul(copy_to_tensor_parallel(x, comm_), active_rows(weight), false, true, numerics().matmul),
-               active_rows(bias));
+  if (split_ == Split::Column) return add(forward_without_bias(x), active_bias());
   Tensor w = active_rows(weight);
   Tensor partial = matmul(x, w, false, false, numerics().matmul);  // [..., out]: this rank's share of the sum
   if (impute_ == Impute::Stale) {
@@ -68,6 +66,13 @@ Tensor Linear::forward(const Tensor& x) const {
   }
   return add(reduce_from_tensor_parallel(partial, comm_), bias.value);
 }
+
+Tensor Linear::forward_without_bias(const Tensor& x) const {
+  FLEXTP_CHECK(split_ == Split::Column, prefix(), ": only a column-split layer can leave its bias to the next op");
+  return matmul(copy_to_tensor_parallel(x, comm_), active_rows(weight), false, true, numerics().matmul);
+}
+
+Tensor Linear::active_bias() const { return active_rows(bias); }
 
 const Tensor* Linear::stale_contribution(int64_t unit) const {
   auto it = stale_.find(unit);

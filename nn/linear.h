@@ -37,6 +37,10 @@ class Linear : public Module {
   // x [..., in_local or in] -> [..., out_local or out]. Row-split outputs are partial sums that
   // `reduce` (the tensor-parallel all-reduce; identity on one rank) completes before the bias.
   Tensor forward(const Tensor& x) const;
+  // A column-split layer's forward without its bias add, and the bias rows in use: for a caller
+  // that adds the bias inside its next pass (the MLP's bias_gelu). forward = add(product, bias).
+  Tensor forward_without_bias(const Tensor& x) const;
+  Tensor active_bias() const;
 
   Parameter& weight;
   Parameter& bias;

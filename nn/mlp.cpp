@@ -1,6 +1,6 @@
 #include "nn/mlp.h"
 
-#include "core/ops/gelu.h"
+#include "core/ops/bias_gelu.h"
 #include "nn/unit_costs.h"
 
 namespace flextp {
@@ -25,7 +25,8 @@ MLP::MLP(const std::string& prefix, const GPTConfig& c, std::shared_ptr<const Un
                                                  c.dtype, comm))) {}
 
 Tensor MLP::forward(const Tensor& x) const {
-  return c_proj.forward(gelu(c_fc.forward(x)));  // [B, T, C] -> [B, T, U*M] -> [B, T, C]
+  // c_fc's bias is added inside the GELU pass (bitwise gelu(c_fc.forward(x)), one pass fewer).
+  return c_proj.forward(bias_gelu(c_fc.forward_without_bias(x), c_fc.active_bias()));  // [B, T, C] -> [B, T, U*M] -> [B, T, C]
 }
 
 }  // namespace flextp

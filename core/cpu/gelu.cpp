@@ -1,30 +1,82 @@
 #include "core/ops/gelu.h"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "core/cpu/map_elementwise.h"
+#include "core/ops/bias_gelu.h"
 
 namespace flextp::cpu {
 namespace {
 constexpr double kSqrt2OverPi = 0.7978845608028654;
 constexpr double kCubic = 0.044715;
-}  // namespace
 
+// The formulas, shared by gelu and bias_gelu so that the fused op is bitwise the unfused pair.
 // Eigen's array tanh is vectorised (a rational approximation accurate to a few ulp in float).
-void gelu_forward(const Tensor& x, Tensor& y) {
-  map_elementwise("gelu", x, y, [](auto& out, const auto& v) {
-    using T = typename std::decay_t<decltype(v)>::Scalar;
+struct GeluValues {
+  template <typename Out, typename V>
+  void operator()(Out& out, const V& v) const {
+    using T = typename V::Scalar;
     auto u = T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v);
     out = T(0.5) * v * (T(1) + u.tanh());
-  });
-}
+  }
+};
 
-void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
-  map_elementwise("gelu backward", x, dy, dx, [](auto& out, const auto& v, const auto& g) {
-    using T = typename std::decay_t<decltype(v)>::Scalar;
+struct GeluGrads {
+  template <typename Out, typename V, typename G>
+  void operator()(Out& out, const V& v, const G& g) const {
+    using T = typename V::Scalar;
     Eigen::Array<T, Eigen::Dynamic, 1> t = (T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v)).tanh();
     auto du = T(kSqrt2OverPi) * (T(1) + T(3 * kCubic) * v * v);
     out = g * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * du);
+  }
+};
+
+// Row by row over x [rows, m]: v = x_row + bias into a row buffer (in L1), then the formula on it;
+// `write(out_row, v, row)` writes the row's result.
+template <typename T, typename Write>
+void over_biased_rows(const Tensor& x, const Tensor& bias, Write&& write) {
+  int64_t m = bias.numel(), rows = m ? x.numel() / m : 0;
+  const T* px = x.data<T>();
+  ConstVectorMap<T> b(bias.data<T>(), m);
+  parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(m, 1)), [&](int64_t lo, int64_t hi) {
+    Eigen::Array<T, Eigen::Dynamic, 1> v(m);
+    for (int64_t r = lo; r < hi; ++r) {
+      v = ConstVectorMap<T>(px + r * m, m) + b;
+      write(v, r * m);
+    }
+  });
+}
+}  // namespace
+
+void gelu_forward(const Tensor& x, Tensor& y) { map_elementwise("gelu", x, y, GeluValues{}); }
+
+void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
+  map_elementwise("gelu backward", x, dy, dx, GeluGrads{});
+}
+
+void bias_gelu_forward(const Tensor& x, const Tensor& bias, Tensor& y) {
+  detail::dispatch_float(x.dtype(), "bias_gelu", [&](auto tag) {
+    using T = decltype(tag);
+    T* py = y.data<T>();
+    int64_t m = bias.numel();
+    over_biased_rows<T>(x, bias, [&](const auto& v, int64_t at) {
+      VectorMap<T> out(py + at, m);
+      GeluValues{}(out, v);
+    });
+  });
+}
+
+void bias_gelu_backward(const Tensor& x, const Tensor& bias, const Tensor& dy, Tensor& dx) {
+  detail::dispatch_float(x.dtype(), "bias_gelu backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* pg = dy.data<T>();
+    T* pd = dx.data<T>();
+    int64_t m = bias.numel();
+    over_biased_rows<T>(x, bias, [&](const auto& v, int64_t at) {
+      VectorMap<T> out(pd + at, m);
+      GeluGrads{}(out, v, ConstVectorMap<T>(pg + at, m));
+    });
   });
 }
 

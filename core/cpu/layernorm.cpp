@@ -9,6 +9,26 @@
 
 namespace flextp::cpu {
 
+namespace {
+
+// One row: its statistics, then the normalised row (mean and rstd returned for the backward).
+template <typename T>
+void normalize_row(const T* in, const T* pw, const T* pb, int64_t c, double eps, T* out, T& mean, T& rstd) {
+  T m = 0;
+  for (int64_t j = 0; j < c; ++j) m += in[j];
+  m /= T(c);
+  T var = 0;
+  for (int64_t j = 0; j < c; ++j) var += (in[j] - m) * (in[j] - m);
+  T rs = T(1) / std::sqrt(var / T(c) + T(eps));
+  for (int64_t j = 0; j < c; ++j) out[j] = (in[j] - m) * rs * pw[j] + pb[j];
+  mean = m;
+  rstd = rs;
+}
+
+int64_t rows_grain(int64_t c) { return std::max<int64_t>(1, 2048 / c); }
+
+}  // namespace
+
 void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps, Tensor& y,
                        Tensor& mean, Tensor& rstd) {
   detail::dispatch_float(x.dtype(), "layernorm", [&](auto tag) {
@@ -16,19 +36,24 @@ void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double
     int64_t c = x.size(-1), rows = x.numel() / c;
     const T *px = x.data<T>(), *pw = w.data<T>(), *pb = b.data<T>();
     T *py = y.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>();
-    parallel_for(rows, std::max<int64_t>(1, 2048 / c), [&](int64_t lo, int64_t hi) {
+    parallel_for(rows, rows_grain(c), [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) normalize_row(px + r * c, pw, pb, c, eps, py + r * c, pm[r], pr[r]);
+    });
+  });
+}
+
+void add_layernorm_forward(const Tensor& x, const Tensor& residual, const Tensor& w, const Tensor& b, double eps,
+                           Tensor& sum, Tensor& y, Tensor& mean, Tensor& rstd) {
+  detail::dispatch_float(x.dtype(), "add_layernorm", [&](auto tag) {
+    using T = decltype(tag);
+    int64_t c = x.size(-1), rows = x.numel() / c;
+    const T *px = x.data<T>(), *pres = residual.data<T>(), *pw = w.data<T>(), *pb = b.data<T>();
+    T *ps = sum.data<T>(), *py = y.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>();
+    parallel_for(rows, rows_grain(c), [&](int64_t lo, int64_t hi) {
       for (int64_t r = lo; r < hi; ++r) {
-        const T* in = px + r * c;
-        T m = 0;
-        for (int64_t j = 0; j < c; ++j) m += in[j];
-        m /= T(c);
-        T var = 0;
-        for (int64_t j = 0; j < c; ++j) var += (in[j] - m) * (in[j] - m);
-        T rs = T(1) / std::sqrt(var / T(c) + T(eps));
-        T* out = py + r * c;
-        for (int64_t j = 0; j < c; ++j) out[j] = (in[j] - m) * rs * pw[j] + pb[j];
-        pm[r] = m;
-        pr[r] = rs;
+        T* h = ps + r * c;  // written here, normalised while it is still in L1
+        for (int64_t j = 0; j < c; ++j) h[j] = px[r * c + j] + pres[r * c + j];
+        normalize_row(h, pw, pb, c, eps, py + r * c, pm[r], pr[r]);
       }
     });
   });

@@ -104,4 +104,75 @@ void sharded_ce_backward(const Tensor& logits, const Tensor& runs, const Tensor&
   });
 }
 
+void sharded_ce_one_rank_forward(const Tensor& logits, const Tensor& runs, const Tensor& local_target,
+                                 Tensor& row_max, Tensor& sum_exp, Tensor& target_logit, Tensor& probs) {
+  detail::dispatch_float(logits.dtype(), "cross-entropy", [&](auto tag) {
+    using T = decltype(tag);
+    int64_t n = logits.size(0), v = logits.size(1), nr = runs.size(0);
+    const T* px = logits.data<T>();
+    const int32_t *pt = local_target.data<int32_t>(), *pr = runs.data<int32_t>();
+    T *pm = row_max.data<T>(), *ps = sum_exp.data<T>(), *pl = target_logit.data<T>(), *pp = probs.data<T>();
+    bool whole_rows = nr == 1 && pr[0] == 0 && pr[1] == v;
+    parallel_for(n, grain(v), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        // The expressions of sharded_ce_row_max, _sums, _loss and _backward, so that the values
+        // are theirs bit for bit.
+        T m = -std::numeric_limits<T>::infinity();
+        for (int64_t r = 0; r < nr; ++r)
+          m = std::max(m, ConstVectorMap<T>(px + i * v + pr[2 * r], pr[2 * r + 1] - pr[2 * r]).maxCoeff());
+        T s = 0;
+        for (int64_t r = 0; r < nr; ++r)
+          s += (ConstVectorMap<T>(px + i * v + pr[2 * r], pr[2 * r + 1] - pr[2 * r]) - m).exp().sum();
+        T lse = static_cast<T>(static_cast<double>(m) + std::log(static_cast<double>(s)));
+        VectorMap<T> p(pp + i * v, v);
+        if (whole_rows) {
+          p = (ConstVectorMap<T>(px + i * v, v) - lse).exp();
+        } else {
+          p.setZero();  // the padded columns
+          for (int64_t r = 0; r < nr; ++r) {
+            int64_t b = pr[2 * r], len = pr[2 * r + 1] - b;
+            p.segment(b, len) = (ConstVectorMap<T>(px + i * v + b, len) - lse).exp();
+          }
+        }
+        pm[i] = m;
+        ps[i] = s;
+        pl[i] = pt[i] >= 0 ? px[i * v + pt[i]] : T(0);
+      }
+    });
+  });
+}
+
+void sharded_ce_backward_from_probs(const Tensor& probs, const Tensor& runs, const Tensor& local_target,
+                                    const Tensor& counted, const Tensor& grad_loss, int64_t count, Tensor& dlogits) {
+  detail::dispatch_float(probs.dtype(), "cross-entropy backward", [&](auto tag) {
+    using T = decltype(tag);
+    int64_t n = probs.size(0), v = probs.size(1), nr = runs.size(0);
+    const T *pp = probs.data<T>(), *pc = counted.data<T>();
+    const int32_t *pt = local_target.data<int32_t>(), *pr = runs.data<int32_t>();
+    const T scale = static_cast<T>(count ? static_cast<double>(grad_loss.data<T>()[0]) / static_cast<double>(count) : 0.0);
+    bool whole_rows = nr == 1 && pr[0] == 0 && pr[1] == v;
+    T* pd = dlogits.data<T>();
+    parallel_for(n, grain(v), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        VectorMap<T> d(pd + i * v, v);
+        T s = pc[i] * scale;  // 0 on ignored rows
+        if (s == T(0)) {
+          d.setZero();
+          continue;
+        }
+        if (whole_rows) {
+          d = s * ConstVectorMap<T>(pp + i * v, v);
+        } else {
+          if (pd != pp) d.setZero();  // the padded columns (already 0 in probs)
+          for (int64_t r = 0; r < nr; ++r) {
+            int64_t b = pr[2 * r], len = pr[2 * r + 1] - b;
+            d.segment(b, len) = s * ConstVectorMap<T>(pp + i * v + b, len);
+          }
+        }
+        if (pt[i] >= 0) d[pt[i]] -= s;
+      }
+    });
+  });
+}
+
 }  // namespace flextp::cpu

@@ -59,7 +59,7 @@ Tensor vocab_parallel_embedding(const Tensor& ids, const Tensor& table, const Vo
 }
 
 Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, const VocabLayout& layout,
-                                    Communicator* comm, int32_t ignore_index) {
+                                    Communicator* comm, int32_t ignore_index, CePasses passes) {
   FLEXTP_CHECK(logits.ndim() == 2 && logits.size(1) == layout.local_rows(), "vocab-parallel cross-entropy: logits ",
                logits.str(), " do not match the ", layout.local_rows(), " local vocabulary rows");
   int64_t n = logits.size(0);
@@ -82,16 +82,39 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   Tensor counted_t = Tensor::from_vector(counted, {n}).to(dt).to(dev);
   const std::vector<int32_t>& rr = layout.real_runs();
   Tensor runs = Tensor::from_vector(rr, {static_cast<int64_t>(rr.size() / 2), 2}, dev);
-  // max over all ranks' columns, then the sums of exp and the target logit over all ranks.
-  Tensor row_max = Tensor::empty({n}, dt, dev);
-  FLEXTP_DISPATCH(dev, sharded_ce_row_max, logits, runs, row_max);
-  if (comm) comm->all_reduce(row_max, ReduceOp::Max);
   Tensor sums = Tensor::empty({2, n}, dt, dev);  // [sum_exp; target_logit]: one all-reduce
   Tensor sum_exp = view_as(slice_rows(sums.detach(), 0, 1), {n});
   Tensor target_logit = view_as(slice_rows(sums.detach(), 1, 1), {n});
+  Tensor row_max = Tensor::empty({n}, dt, dev);
+  Tensor lse = Tensor::empty({n}, dt, dev), loss = Tensor::empty({}, dt, dev);
+  // On the CPU the one pass pays where the logits come from memory: with logits in cache (the
+  // default model's 2048 x 256) writing the probabilities costs more than reading the logits
+  // twice more (bench_ops fusions: 0.74-0.88x there, 1.15-1.26x at GPT-2 small's 512 x 50257).
+  constexpr int64_t kOnePassCpuBytes = int64_t{8} << 20;
+  bool big = dev.is_cuda() || logits.numel() * static_cast<int64_t>(dtype_size(dt)) >= kOnePassCpuBytes;
+  bool one_pass = passes == CePasses::One || (passes == CePasses::Auto && big);
+  if ((!comm || comm->size() == 1) && one_pass && grad_enabled() && logits.requires_grad()) {
+    // Nothing to all-reduce: one pass per row gives the statistics and the probabilities, and the
+    // backward only scales the probabilities in place (bitwise the values of the passes below).
+    // Without a backward to come (evaluation) the probabilities would be wasted: the passes below.
+    Tensor probs = Tensor::empty(logits.shape(), dt, dev);
+    FLEXTP_DISPATCH(dev, sharded_ce_one_rank_forward, logits, runs, local_target, row_max, sum_exp, target_logit,
+                    probs);
+    FLEXTP_DISPATCH(dev, sharded_ce_loss, row_max, sum_exp, target_logit, counted_t, count, lse, loss);
+    record("vocab_parallel_cross_entropy", loss, {logits},
+           [probs, runs, local_target, counted_t, count](const Tensor& g, const std::vector<bool>&) {
+             Tensor d = probs;  // the node runs once: its probabilities become the gradient
+             FLEXTP_DISPATCH(d.device(), sharded_ce_backward_from_probs, probs, runs, local_target, counted_t, g,
+                             count, d);
+             return std::vector<Tensor>{d};
+           });
+    return loss;
+  }
+  // max over all ranks' columns, then the sums of exp and the target logit over all ranks.
+  FLEXTP_DISPATCH(dev, sharded_ce_row_max, logits, runs, row_max);
+  if (comm) comm->all_reduce(row_max, ReduceOp::Max);
   FLEXTP_DISPATCH(dev, sharded_ce_sums, logits, runs, row_max, local_target, sum_exp, target_logit);
   if (comm) comm->all_reduce(sums);
-  Tensor lse = Tensor::empty({n}, dt, dev), loss = Tensor::empty({}, dt, dev);
   FLEXTP_DISPATCH(dev, sharded_ce_loss, row_max, sum_exp, target_logit, counted_t, count, lse, loss);
   Tensor ld = logits.detach();
   record("vocab_parallel_cross_entropy", loss, {logits},

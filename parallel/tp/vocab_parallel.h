@@ -47,8 +47,13 @@ Tensor vocab_parallel_embedding(const Tensor& ids, const Tensor& table, const Vo
 // The row maxima, sums and log-sum-exp stay on the logits' device; two all-reduces per loss,
 // the fewest that all-reduce can do: the max (every rank's exp needs the global max, or a sum of
 // exps may overflow), then the sums of exp and the target logits packed in one buffer.
+// With one rank (no all-reduce between the passes) and a backward to come, the loss and the
+// probabilities can come from one pass over the logits, the backward then only scaling the
+// probabilities (bitwise the same values): Auto does so on a GPU, and on the CPU where the
+// logits are too big for the cache; One and Two force a way (tests, benchmarks).
+enum class CePasses { Auto, One, Two };
 Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, const VocabLayout& layout,
-                                    Communicator* comm, int32_t ignore_index = -100);
+                                    Communicator* comm, int32_t ignore_index = -100, CePasses passes = CePasses::Auto);
 
 // All logits [N, V] of the real ids in vocabulary order, assembled from every rank's columns
 // (no gradient; the padded columns are dropped).

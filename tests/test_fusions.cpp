@@ -1,0 +1,139 @@
+// The fused ops (one pass where the model used two or three): each one's gradient against finite
+// differences, and each one against the unfused ops it replaces (values and input gradients).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "core/ops/bias_gelu.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/gelu.h"
+#include "core/ops/layernorm.h"
+#include "parallel/tp/vocab_parallel.h"
+#include "tests/gradcheck.h"
+
+using namespace flextp;
+using test::check_gradients;
+using test::leaf;
+using In = std::vector<Tensor>;
+
+namespace {
+
+In to_f32(const In& in) {
+  In out;
+  for (const Tensor& t : in) {
+    Tensor c = t.detach().to(DType::F32);
+    c.set_requires_grad(t.requires_grad());
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Runs f on fresh copies of `inputs`, backpropagates a fixed random projection of its output,
+// and returns the output followed by every input's gradient.
+In output_and_grads(const test::Fn& f, const In& inputs) {
+  In in = to_f32(inputs);
+  Tensor out = f(in);
+  sum(mul(out, Tensor::randn(out.shape(), 77, 3, 0, 1, out.dtype()))).backward();
+  In all{out.detach()};
+  for (const Tensor& t : in) all.push_back(t.grad());
+  return all;
+}
+
+// The fused op gives the unfused ops' output and gradients (in f32, to `tol` relative).
+void check_fused_matches(const test::Fn& fused, const test::Fn& unfused, const In& inputs, double tol) {
+  In a = output_and_grads(fused, inputs), b = output_and_grads(unfused, inputs);
+  REQUIRE(a.size() == b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    std::string what = k == 0 ? "the output" : "the gradient of input " + std::to_string(k - 1);
+    INFO(what);
+    REQUIRE(a[k].defined());
+    test::check_close(a[k], b[k], tol);
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- bias + GELU
+TEST_CASE("bias_gelu: finite-difference gradient of x and bias, rows with a vector tail") {
+  auto f = [](const In& in) { return bias_gelu(in[0], in[1]); };
+  check_gradients(f, {leaf({3, 4, 19}, 1, 2.0), leaf({19}, 2)});
+}
+
+TEST_CASE("bias_gelu equals gelu(add(x, bias)), values and gradients") {
+  auto fused = [](const In& in) { return bias_gelu(in[0], in[1]); };
+  auto unfused = [](const In& in) { return gelu(add(in[0], in[1])); };
+  check_fused_matches(fused, unfused, {leaf({5, 37}, 3, 2.0), leaf({37}, 4)}, 1e-6);
+  check_fused_matches(fused, unfused, {leaf({64, 128}, 5, 2.0), leaf({128}, 6)}, 1e-6);
+  test::check_on_gpu(fused, to_f32({leaf({7, 300}, 7), leaf({300}, 8)}));
+  CHECK_THROWS_WITH_AS(bias_gelu(Tensor::zeros({2, 4}), Tensor::zeros({3})),
+                       doctest::Contains("needs a bias of shape [4]"), Error);
+}
+
+// ---------------------------------------------------------------- residual add + LayerNorm
+TEST_CASE("add_layernorm: finite-difference gradient through the normalised output and the sum") {
+  // Both outputs go on in a block (the sum is the residual stream): the projection sees both.
+  auto f = [](const In& in) {
+    Tensor sum;
+    Tensor y = add_layernorm(in[0], in[1], in[2], in[3], sum);
+    return add(y, scale(sum, 0.5));
+  };
+  check_gradients(f, {leaf({2, 3, 21}, 1), leaf({2, 3, 21}, 2), leaf({21}, 3), leaf({21}, 4)});
+}
+
+TEST_CASE("add_layernorm equals layernorm(add(x, residual)) and the sum equals add's") {
+  auto fused = [](const In& in) {
+    Tensor sum;
+    Tensor y = add_layernorm(in[0], in[1], in[2], in[3], sum);
+    return add(y, scale(sum, 0.5));
+  };
+  auto unfused = [](const In& in) {
+    Tensor sum = add(in[0], in[1]);
+    return add(layernorm(sum, in[2], in[3]), scale(sum, 0.5));
+  };
+  check_fused_matches(fused, unfused, {leaf({5, 37}, 5), leaf({5, 37}, 6), leaf({37}, 7), leaf({37}, 8)}, 1e-6);
+  check_fused_matches(fused, unfused, {leaf({64, 128}, 9), leaf({64, 128}, 10), leaf({128}, 11), leaf({128}, 12)},
+                      1e-6);
+  test::check_on_gpu(fused, to_f32({leaf({4, 70, 300}, 4), leaf({4, 70, 300}, 5), leaf({300}, 6), leaf({300}, 7)}),
+                     1e-4);
+  Tensor sum;
+  CHECK_THROWS_WITH_AS(add_layernorm(Tensor::zeros({2, 4}), Tensor::zeros({1, 4}), Tensor::ones({4}),
+                                     Tensor::zeros({4}), sum),
+                       doctest::Contains("must have the input's shape f32[2, 4]"), Error);
+}
+
+// ---------------------------------------------------------------- cross-entropy, one rank
+// With every vocabulary column on one rank, vocab_parallel_cross_entropy can compute the loss and
+// the probabilities in one pass when a backward is to come (CePasses::One; Auto picks it for big
+// logits).
+TEST_CASE("one-rank cross-entropy in one pass: finite-difference gradient, padded columns, an ignored row") {
+  VocabLayout layout({3, 2, 0, 1}, 4, 14, 16);  // units of 4 rows, vocab 14 padded to 16, permuted
+  Tensor targets = Tensor::from_vector<int32_t>({13, 0, -100, 7, 5}, {5});
+  auto f = [&](const In& in) {
+    return vocab_parallel_cross_entropy(in[0], targets, layout, nullptr, -100, CePasses::One);
+  };
+  check_gradients(f, {leaf({5, 16}, 1, 2.0)});
+  Tensor x = leaf({5, 16}, 2, 2.0);
+  f({x}).backward();
+  std::vector<double> g = x.grad().to_vector<double>();
+  int64_t padded = 0;
+  for (int64_t col = 0; col < 16; ++col) {
+    if (layout.global_ids()[col] < 14) continue;
+    ++padded;
+    for (int64_t i = 0; i < 5; ++i) CHECK(g[i * 16 + col] == 0.0);  // padded columns get no gradient
+  }
+  CHECK(padded == 2);
+}
+
+TEST_CASE("one-rank cross-entropy in one pass equals the two passes, bitwise, padded or not") {
+  Tensor targets = Tensor::from_vector<int32_t>({13, 0, 3, -100, 11, 7, 2}, {7});
+  for (const VocabLayout& layout : {VocabLayout({0, 1, 2}, 7, 21), VocabLayout({3, 2, 0, 1}, 4, 14, 16)}) {
+    CAPTURE(layout.local_rows());
+    auto with = [&](CePasses passes) {
+      return [&targets, &layout, passes](const In& in) {
+        return vocab_parallel_cross_entropy(in[0], targets, layout, nullptr, -100, passes);
+      };
+    };
+    check_fused_matches(with(CePasses::One), with(CePasses::Two), {leaf({7, layout.local_rows()}, 3, 3.0)}, 0.0);
+    check_fused_matches(with(CePasses::Auto), with(CePasses::Two), {leaf({7, layout.local_rows()}, 4, 3.0)}, 0.0);
+  }
+}
