@@ -219,7 +219,7 @@ void GradientSync::begin_backward(const std::vector<Parameter*>& params) {
   param_of_.clear();
   for (size_t i = 0; i < params.size(); ++i) param_of_[&params[i]->value.impl()] = i;
   final_.assign(params.size(), 0);
-  next_ = 0, early_started_ = 0, armed_ = true;
+  next_ = 0, armed_ = true;
 }
 
 LeafGradReady GradientSync::leaf_hook() {
@@ -232,14 +232,19 @@ LeafGradReady GradientSync::leaf_hook() {
 }
 
 void GradientSync::start_ready() {
+  const size_t from = next_;
   while (next_ < early_.size()) {
     Bucket& b = early_[early_.size() - 1 - next_];
     bool ready = true;
     for (const Piece& piece : b.pieces) ready = ready && final_[piece.param];
     if (!ready) break;
     start(b, early_params_);
-    b.early = true, ++early_started_, ++next_;
+    ++next_;
   }
+  // Overlapped: started while the backward still owes another bucket its gradients (the buckets
+  // that start with the last of them run after the backward's work, as good as not overlapped).
+  if (next_ < early_.size())
+    for (size_t k = from; k < next_; ++k) early_[early_.size() - 1 - k].early = true;
   for (size_t k = 0; k < next_; ++k) early_[early_.size() - 1 - k].pending->test();  // MPI progresses in its calls
 }
 

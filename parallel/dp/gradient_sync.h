@@ -66,8 +66,9 @@ struct GradientSyncStats {
   int64_t ring_bytes = 0;
   int64_t extra_units = 0;  // units this rank skipped but updates from other replicas' gradients
   bool partitions_changed = false;  // the owner lists travelled: the first sum, or a replica's changed
-  // The all-reduces started during the backward (before end_backward), and their bytes: the
-  // overlapped share is bytes_early / bytes.
+  // The all-reduces started during the backward while it still computed other buckets' gradients
+  // (those started with the last of them do not count), and their bytes: the overlapped share
+  // is bytes_early / bytes.
   int64_t buckets_early = 0, bytes_early = 0;
   double sum_ms = 0;  // sum()'s wall time: what the step waits for after the backward
 };
@@ -124,7 +125,7 @@ class GradientSync {
     DType dtype = DType::F32;
     Device device = Device::cpu();
     Tensor flat;                           // packed when started; the sum after its wait
-    bool early = false;                    // started before end_backward
+    bool early = false;                    // started while the backward still computed others'
     std::unique_ptr<PendingReduce> pending;
   };
   // The buckets of a sum, from `present` (a gradient exists on some rank) and partitions_.
@@ -139,7 +140,6 @@ class GradientSync {
   std::vector<char> final_;                // per parameter: its gradient is final in this backward
   std::map<const TensorImpl*, size_t> param_of_;
   bool armed_ = false;
-  int64_t early_started_ = 0;              // buckets started before end_backward
   void run(const std::function<void()>& collective);
   void all_reduce_agreeing(const std::vector<Parameter*>& params, const std::vector<char>& present);
   void exchange_differing(const std::vector<Parameter*>& params, const std::vector<char>& present);

@@ -95,7 +95,8 @@ TEST_CASE("the all-reduces started during the backward give bitwise the sum afte
       CHECK(during.started_in_backward[0] == 0);
       CHECK(during.stats[1].buckets > 2);
       CHECK(during.started_in_backward[1] > 0);
-      CHECK(during.started_in_backward[1] == during.stats[1].buckets_early);
+      CHECK(during.stats[1].buckets_early > 0);
+      CHECK(during.stats[1].buckets_early <= during.started_in_backward[1]);
       CHECK(during.stats[1].bytes_early > 0);
       CHECK(during.stats[1].bytes_early <= during.stats[1].bytes);
       CHECK(during.stats[2].buckets_early == 0);
