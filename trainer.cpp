@@ -51,11 +51,17 @@ StepReport Trainer::step(int64_t step) {
   // Dropout draws the masks of the whole batch, window by window: a micro-step or a replica's
   // share drops what one process running the whole batch drops in the same windows, whatever
   // the grid (so a run may resume on another grid and continue the same curve).
-  double mine = accumulate_gradients(b, o_.micro_batch, o_.batch, [&](const Tensor& ids, const Tensor& targets, int64_t at) {
-    uint64_t window = static_cast<uint64_t>(first + at);
-    model_.set_step(static_cast<uint64_t>(step), window);
-    return model_.loss(ids, targets);
-  });
+  // The data-parallel sum's buckets start during the last backward (GradientSync::begin_backward).
+  if (sync_) sync_->begin_backward(params_);
+  double mine = accumulate_gradients(
+      b, o_.micro_batch, o_.batch,
+      [&](const Tensor& ids, const Tensor& targets, int64_t at) {
+        uint64_t window = static_cast<uint64_t>(first + at);
+        model_.set_step(static_cast<uint64_t>(step), window);
+        return model_.loss(ids, targets);
+      },
+      sync_ ? sync_->leaf_hook() : LeafGradReady{});
+  if (sync_) sync_->end_backward();
   r.loss = faults_.after_forward(r.step, sum_over_replicas(mine));
   const double windows_ms = clock_.compute_ms();  // the forward and backward of this replica's windows
   // Every rank sees the same loss and norm (both are reduced), so all skip a bad step together.
@@ -70,6 +76,8 @@ StepReport Trainer::step(int64_t step) {
     } else {
       r.grad_norm = clip_grad_norm(params_, o_.grad_clip, &clock_);
     }
+  } else if (sync_) {
+    sync_->abandon();  // every replica skips this step: the started all-reduces are dropped
   }
   r.skipped = !std::isfinite(r.grad_norm);
   if (!r.skipped) {

@@ -7,6 +7,7 @@
 namespace flextp {
 namespace {
 thread_local bool g_grad_enabled = true;
+thread_local LeafGradReady g_leaf_ready;
 
 bool needs_grad(const Tensor& t) { return t.defined() && (t.requires_grad() || t.grad_fn()); }
 
@@ -56,6 +57,8 @@ Node::~Node() {
 bool grad_enabled() { return g_grad_enabled; }
 NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
+LeafGradHook::LeafGradHook(LeafGradReady ready) : prev_(std::move(g_leaf_ready)) { g_leaf_ready = std::move(ready); }
+LeafGradHook::~LeafGradHook() { g_leaf_ready = std::move(prev_); }
 
 void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn fn) {
   if (!g_grad_enabled) return;
@@ -94,6 +97,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
 
   if (!root.grad_fn()) {  // a leaf: its gradient is the given one
     add_to_leaf_grad(root, g0);
+    if (g_leaf_ready) g_leaf_ready(&root.impl());
     return;
   }
 
@@ -116,6 +120,21 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
     }
   }
 
+  // With a leaf hook: the leaves whose last consumer is each node of the walk (walk position).
+  std::vector<std::vector<const TensorImpl*>> final_after;
+  if (g_leaf_ready) {
+    std::unordered_map<const TensorImpl*, size_t> last;
+    for (size_t at = 0; at < order.size(); ++at)
+      for (const Edge& e : order[order.size() - 1 - at]->edges)
+        if (e.leaf) last[e.leaf.get()] = at;
+    final_after.resize(order.size());
+    for (const auto& [leaf, at] : last) final_after[at].push_back(leaf);
+  }
+  auto leaves_final = [&](size_t at) {
+    if (!final_after.empty())
+      for (const TensorImpl* leaf : final_after[at]) g_leaf_ready(leaf);
+  };
+
   NoGradGuard no_grad;  // backward closures compute with ops but record nothing
   std::unordered_map<Node*, Tensor> pending;
   pending[root.grad_fn().get()] = g0;
@@ -126,8 +145,12 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
     Node* node = *it;
     FLEXTP_CHECK(!node->released, "backward through a graph that was already freed (node ",
                  node->name, "): a graph supports one backward(); run the forward pass again");
+    const size_t at = static_cast<size_t>(it - order.rbegin());
     auto found = pending.find(node);
-    if (found == pending.end()) continue;  // no gradient reached it
+    if (found == pending.end()) {  // no gradient reached it
+      leaves_final(at);
+      continue;
+    }
     Tensor g = found->second;
     pending.erase(found);
     std::vector<bool> needs(node->edges.size());
@@ -153,6 +176,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
       if (e.node) keep.push_back(std::move(e.node));
       e.leaf.reset();
     }
+    leaves_final(at);
   }
 }
 

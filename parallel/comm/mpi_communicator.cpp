@@ -81,6 +81,15 @@ class MpiCommunicator : public Communicator {
     s.copy_out();
   }
 
+  std::unique_ptr<PendingReduce> start_all_reduce(Tensor& t, ReduceOp op) override {
+    if (t.numel() == 0) return finished_reduce();
+    auto p = std::make_unique<Pending>(*this, t);
+    const int n = as_count(t.numel(), "all_reduce");
+    FLEXTP_MPI(MPI_Iallreduce(MPI_IN_PLACE, p->staged.host.raw(), n, mpi_type(t.dtype()),
+                              op == ReduceOp::Sum ? MPI_SUM : MPI_MAX, comm_, &p->request));
+    return p;
+  }
+
   void broadcast(Tensor& t, int root) override {
     Staged s(t, rank_ == root);
     const int n = as_count(t.nbytes(), "broadcast");
@@ -188,6 +197,29 @@ class MpiCommunicator : public Communicator {
   }
 
  private:
+  // A started MPI_Iallreduce; MPI_Test drives MPI's progress while the caller computes.
+  struct Pending : PendingReduce {
+    MpiCommunicator& comm;
+    Staged staged;
+    MPI_Request request = MPI_REQUEST_NULL;
+    Pending(MpiCommunicator& c, const Tensor& t) : comm(c), staged(t) {}
+    ~Pending() override {
+      if (request != MPI_REQUEST_NULL) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    }
+    bool test() override {
+      if (done) return true;
+      int finished = 0;
+      FLEXTP_MPI(MPI_Test(&request, &finished, MPI_STATUS_IGNORE));
+      if (finished) staged.copy_out(), done = true;
+      return done;
+    }
+    void wait() override {
+      if (done) return;
+      comm.finish(&request, 1);
+      staged.copy_out(), done = true;
+    }
+    bool done = false;
+  };
   static constexpr int kTag = 7;
   void check_peer(int peer) const {
     FLEXTP_CHECK(peer >= 0 && peer < size_ && peer != rank_, "send_recv: bad peer ", peer, " (rank ",

@@ -68,6 +68,35 @@ class NcclCommunicator : public Communicator {
     wait();
     st.copy_back();
   }
+  // Queued on the stream after the kernels that produced `t`; an event tells when it is done.
+  std::unique_ptr<PendingReduce> start_all_reduce(Tensor& t, ReduceOp op) override {
+    struct Pending : PendingReduce {
+      Staged st;
+      cudaEvent_t done_event{};
+      bool done = false;
+      Pending(const Tensor& t, int device) : st(t, device) {
+        FLEXTP_CUDA_CHECK(cudaEventCreateWithFlags(&done_event, cudaEventDisableTiming));
+      }
+      ~Pending() override {
+        if (!done) cudaEventSynchronize(done_event);
+        cudaEventDestroy(done_event);
+      }
+      bool test() override {
+        if (!done && cudaEventQuery(done_event) == cudaSuccess) st.copy_back(), done = true;
+        return done;
+      }
+      void wait() override {
+        if (done) return;
+        FLEXTP_CUDA_CHECK(cudaEventSynchronize(done_event));
+        st.copy_back(), done = true;
+      }
+    };
+    auto p = std::make_unique<Pending>(t, device_);
+    FLEXTP_NCCL(ncclAllReduce(p->st.gpu.raw(), p->st.gpu.raw(), t.numel(), nccl_type(t.dtype()),
+                              op == ReduceOp::Sum ? ncclSum : ncclMax, comm_, stream_));
+    FLEXTP_CUDA_CHECK(cudaEventRecord(p->done_event, stream_));
+    return p;
+  }
   void broadcast(Tensor& t, int root) override {
     Staged st(t, device_);
     FLEXTP_NCCL(ncclBroadcast(st.gpu.raw(), st.gpu.raw(), t.nbytes(), ncclUint8, root, comm_, stream_));

@@ -1,6 +1,7 @@
 #include "parallel/dp/gradient_sync.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -66,6 +67,7 @@ double GradientSync::same_on_every_replica(double value) {
 void GradientSync::sum(const std::vector<Parameter*>& params, const Partition& mine) {
   stats_ = {};
   if (grid_.dp == 1) return;
+  const auto began = std::chrono::steady_clock::now();
   NoGradGuard ng;
   // One small all-reduce over the world: whether a replica's partition changed, which gradients
   // exist anywhere, and how many replicas computed each unit (resizing skips some).
@@ -122,73 +124,180 @@ void GradientSync::sum(const std::vector<Parameter*>& params, const Partition& m
         p.extra_rows.push_back({offsets[k], rows});
     }
   }
+  stats_.sum_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
+}
+
+std::vector<GradientSync::Bucket> GradientSync::plan(const std::vector<Parameter*>& params,
+                                                    const std::vector<char>& present) const {
+  // The rows each rank of the slot's data-parallel group sums: the same units, packed in the same
+  // (unit-id) order on every replica. Only state every replica shares decides them (no local
+  // layout), so that a guess made before the backward matches on every rank.
+  std::vector<Piece> pieces;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Parameter& p = *params[i];
+    if (!present[i]) continue;
+    if (p.replicated()) {
+      if (p.value.numel() > 0) pieces.push_back({i, {}, p.value.numel()});
+      continue;
+    }
+    Piece piece{i, {}, 0};
+    const std::string& group = p.group().name;
+    for (int64_t u = 0; u < p.group().units; ++u)
+      if (partitions_.agree(group, u) && partitions_.holder(grid_.dp_rank, group, u) == world_.rank()) {
+        piece.units.push_back(u);
+        piece.elems += p.rows_of_unit(u) * row_width(p);
+      }
+    if (piece.elems > 0) pieces.push_back(piece);
+  }
+  // Buckets: consecutive pieces of one dtype and device, up to bucket_bytes_ (a larger piece alone).
+  std::vector<Bucket> buckets;
+  for (const Piece& piece : pieces) {
+    const Tensor& v = params[piece.param]->value;
+    const int64_t bytes = piece.elems * static_cast<int64_t>(dtype_size(v.dtype()));
+    if (buckets.empty() || buckets.back().dtype != v.dtype() || !(buckets.back().device == v.device()) ||
+        buckets.back().bytes + bytes > bucket_bytes_) {
+      buckets.emplace_back();
+      buckets.back().dtype = v.dtype(), buckets.back().device = v.device();
+    }
+    Bucket& b = buckets.back();
+    b.pieces.push_back(piece), b.elems += piece.elems, b.bytes += bytes;
+  }
+  return buckets;
+}
+
+void GradientSync::start(Bucket& b, const std::vector<Parameter*>& params) {
+  std::vector<Tensor> flats;
+  for (const Piece& piece : b.pieces) {
+    const Parameter& p = *params[piece.param];
+    Tensor g = p.grad();
+    // No gradient here (this rank did not compute it, or no longer holds the unit the guess
+    // names: the sum will drop the guess then): zeros, as the sum would add.
+    if (!g.defined()) {
+      flats.push_back(Tensor::zeros({piece.elems}, b.dtype, b.device));
+      continue;
+    }
+    if (piece.units.empty()) {
+      FLEXTP_CHECK(g.numel() == piece.elems, "the gradient of ", p.name, " changed size during the sum");
+      flats.push_back(flat(g));
+      continue;
+    }
+    std::vector<int64_t> where = local_index(p), offsets = local_unit_offsets(p);
+    for (int64_t u : piece.units) {
+      const int64_t rows = p.rows_of_unit(u);
+      flats.push_back(where[u] < 0 ? Tensor::zeros({rows * row_width(p)}, b.dtype, b.device)
+                                   : flat(slice_rows(g, offsets[where[u]], rows)));
+    }
+  }
+  b.flat = flats.size() == 1 ? flats[0].clone() : concat_rows(flats);
+  b.pending = dp_.start_all_reduce(b.flat, ReduceOp::Sum);
+}
+
+void GradientSync::unpack(const Bucket& b, const std::vector<Parameter*>& params) const {
+  int64_t at = 0;
+  for (const Piece& piece : b.pieces) {
+    const Parameter& p = *params[piece.param];
+    Tensor g = p.grad();
+    if (piece.units.empty()) {
+      flat(g).copy_from(slice_rows(b.flat, at, piece.elems));
+      at += piece.elems;
+      continue;
+    }
+    std::vector<int64_t> where = local_index(p), offsets = local_unit_offsets(p);
+    for (int64_t u : piece.units) {
+      Tensor rows = slice_rows(g, offsets[where[u]], p.rows_of_unit(u));
+      rows.copy_from(view_as(slice_rows(b.flat, at, rows.numel()), rows.shape()));
+      at += rows.numel();
+    }
+  }
+}
+
+void GradientSync::begin_backward(const std::vector<Parameter*>& params) {
+  abandon();
+  if (grid_.dp == 1 || sums_ == 0) return;  // nothing to guess from before the first sum
+  early_ = plan(params, last_present_);
+  early_params_ = params;
+  param_of_.clear();
+  for (size_t i = 0; i < params.size(); ++i) param_of_[&params[i]->value.impl()] = i;
+  final_.assign(params.size(), 0);
+  next_ = 0, armed_ = true;
+}
+
+LeafGradReady GradientSync::leaf_hook() {
+  return [this](const TensorImpl* leaf) {
+    if (!armed_) return;
+    auto it = param_of_.find(leaf);
+    if (it != param_of_.end()) final_[it->second] = 1;
+    start_ready();
+  };
+}
+
+void GradientSync::start_ready() {
+  const size_t from = next_;
+  while (next_ < early_.size()) {
+    Bucket& b = early_[early_.size() - 1 - next_];
+    bool ready = true;
+    for (const Piece& piece : b.pieces) ready = ready && final_[piece.param];
+    if (!ready) break;
+    start(b, early_params_);
+    ++next_;
+  }
+  // Overlapped: started while the backward still owes another bucket its gradients (the buckets
+  // that start with the last of them run after the backward's work, as good as not overlapped).
+  if (next_ < early_.size())
+    for (size_t k = from; k < next_; ++k) early_[early_.size() - 1 - k].early = true;
+  for (size_t k = 0; k < next_; ++k) early_[early_.size() - 1 - k].pending->test();  // MPI progresses in its calls
+}
+
+void GradientSync::end_backward() {
+  if (!armed_) return;
+  armed_ = false;
+  for (; next_ < early_.size(); ++next_) start(early_[early_.size() - 1 - next_], early_params_);
+}
+
+void GradientSync::abandon() {
+  armed_ = false;
+  for (Bucket& b : early_)
+    if (b.pending) run([&] { b.pending->wait(); });
+  early_.clear();
+  next_ = 0;
 }
 
 void GradientSync::all_reduce_agreeing(const std::vector<Parameter*>& params, const std::vector<char>& present) {
-  // The gradient rows each rank of the slot's data-parallel group sums: the same units, packed in
-  // the same (unit-id) order on every replica.
-  struct Piece {
-    Tensor grad, packed;
-    std::vector<std::pair<int64_t, int64_t>> rows;  // (local first row, rows) of each packed unit; empty: whole
-  };
-  std::vector<Piece> pieces;
-  for (size_t i = 0; i < params.size(); ++i) {
-    Parameter& p = *params[i];
-    if (!present[i] || p.value.numel() == 0) continue;
-    Tensor g = p.grad();
-    if (p.replicated()) {
-      pieces.push_back({g, g, {}});
-      continue;
-    }
-    std::vector<int64_t> offsets = local_unit_offsets(p);
-    std::vector<std::pair<int64_t, size_t>> agreeing;  // (unit, local index)
-    for (size_t k = 0; k < p.units.size(); ++k)
-      if (partitions_.agree(p.group().name, p.units[k])) agreeing.push_back({p.units[k], k});
-    if (agreeing.empty()) continue;
-    bool whole = agreeing.size() == p.units.size() && std::is_sorted(agreeing.begin(), agreeing.end());
-    if (whole) {
-      pieces.push_back({g, g, {}});
-      continue;
-    }
-    std::sort(agreeing.begin(), agreeing.end());
-    Piece piece{g, Tensor(), {}};
-    std::vector<Tensor> parts;
-    for (const auto& [u, k] : agreeing) {
-      piece.rows.push_back({offsets[k], p.rows_of_unit(u)});
-      parts.push_back(slice_rows(g, offsets[k], p.rows_of_unit(u)));
-    }
-    piece.packed = parts.size() == 1 ? parts[0].clone() : concat_rows(parts);
-    pieces.push_back(piece);
-  }
-  const int d = grid_.dp;
-  for (const Piece& piece : pieces) stats_.ring_bytes += ring_share(static_cast<int64_t>(piece.packed.nbytes()), d);
-  // Buckets: consecutive pieces of one dtype and device, up to bucket_bytes_ (a larger piece alone).
-  for (size_t first = 0; first < pieces.size();) {
-    size_t end = first + 1;
-    int64_t bytes = static_cast<int64_t>(pieces[first].packed.nbytes());
-    while (end < pieces.size() && pieces[end].packed.dtype() == pieces[first].packed.dtype() &&
-           pieces[end].packed.device() == pieces[first].packed.device() &&
-           bytes + static_cast<int64_t>(pieces[end].packed.nbytes()) <= bucket_bytes_)
-      bytes += static_cast<int64_t>(pieces[end++].packed.nbytes());
-    std::vector<Tensor> flats;
-    for (size_t i = first; i < end; ++i) flats.push_back(reshape(pieces[i].packed, {pieces[i].packed.numel()}));
-    Tensor bucket = end - first == 1 ? flats[0].clone() : concat_rows(flats);
-    run([&] { dp_.all_reduce(bucket, ReduceOp::Sum); });
-    int64_t at = 0;
-    for (size_t i = first; i < end; ++i) {
-      Piece& piece = pieces[i];
-      int64_t count = piece.packed.numel();
-      piece.packed.copy_from(reshape(slice_rows(bucket, at, count), piece.packed.shape()));
-      at += count;
-      int64_t row = 0;
-      for (const auto& [local, rows] : piece.rows) {  // back to their local rows
-        slice_rows(piece.grad, local, rows).copy_from(slice_rows(piece.packed, row, rows));
-        row += rows;
+  std::vector<Bucket> buckets = plan(params, present);
+  if (!early_.empty()) {
+    FLEXTP_CHECK(!armed_, "the data-parallel sum ran before end_backward");
+    // Every rank decides alike: the partitions and the presence flags are the group's.
+    bool guessed_right = !stats_.partitions_changed && present == last_present_ && early_params_ == params;
+    if (guessed_right) {
+      FLEXTP_CHECK(buckets.size() == early_.size(), "the gradient buckets guessed before the backward differ");
+      for (size_t k = 0; k < buckets.size(); ++k) {
+        FLEXTP_CHECK(buckets[k].elems == early_[k].elems && buckets[k].pieces.size() == early_[k].pieces.size(),
+                     "the gradient buckets guessed before the backward differ");
+        for (size_t j = 0; j < buckets[k].pieces.size(); ++j)
+          FLEXTP_CHECK(buckets[k].pieces[j].param == early_[k].pieces[j].param &&
+                           buckets[k].pieces[j].units == early_[k].pieces[j].units,
+                       "the gradient buckets guessed before the backward differ");
       }
+      buckets = std::move(early_);
+      early_.clear();
+      next_ = 0;
+    } else {
+      abandon();
     }
-    ++stats_.buckets, stats_.bytes += bytes, stats_.bytes_sent += ring_share(bytes, d);
-    first = end;
   }
+  if (buckets.empty() || !buckets.back().pending)  // not guessed: all start now, in the same order
+    for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) start(*it, params);
+  const int d = grid_.dp;
+  for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
+    Bucket& b = *it;
+    run([&] { b.pending->wait(); });
+    unpack(b, params);
+    for (const Piece& piece : b.pieces)
+      stats_.ring_bytes += ring_share(piece.elems * static_cast<int64_t>(dtype_size(b.dtype)), d);
+    ++stats_.buckets, stats_.bytes += b.bytes, stats_.bytes_sent += ring_share(b.bytes, d);
+    if (b.early) ++stats_.buckets_early, stats_.bytes_early += b.bytes;
+  }
+  last_present_ = present;
 }
 
 void GradientSync::exchange_differing(const std::vector<Parameter*>& params, const std::vector<char>& present) {
