@@ -438,7 +438,6 @@ int main(int argc, char** argv) {
     FLEXTP_CHECK(!(o.bf16 && o.tf32), "--bf16 and --tf32 exclude each other: pick one matmul precision");
     FLEXTP_CHECK(!o.bf16 || device.is_cuda(), "--bf16 needs --device cuda");
     bool nccl = o.comm_backend == "nccl" || (o.comm_backend == "auto" && device.is_cuda());
-    if (mpi) set_mpi_idle_wait({o.comm_wait == "sleep"});
     if (mpi && nccl)
       comm = make_nccl_communicator(device.index);
     else

@@ -94,10 +94,6 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--device", o.device, "cpu, cuda (each rank takes the GPU of its local rank) or cuda:N");
   app.add_option("--comm-backend", o.comm_backend, "auto (NCCL when --device cuda under mpirun), mpi or nccl")
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
-  app.add_option("--comm-wait", o.comm_wait,
-                 "how MPI ranks wait for each other: spin (fastest) or sleep (hands a shared core to its "
-                 "other tenants while waiting)")
-      ->check(CLI::IsMember({"spin", "sleep"}));
   app.add_flag("--tf32", o.tf32, "GPU: f32 matmuls on TF32 tensor cores (faster, 10-bit mantissa inputs)");
   app.add_flag("--bf16", o.bf16,
                "GPU: matmuls on bf16 tensor cores (inputs rounded to bf16, f32 sums; weights, activations and "

@@ -45,7 +45,6 @@ struct TrainOptions {
   bool tf32 = false, bf16 = false;
   std::string attention = "auto";
   std::string comm_backend = "auto";  // auto: NCCL for GPU ranks under mpirun, MPI otherwise
-  std::string comm_wait = "spin";     // how MPI ranks wait: spin or sleep (parallel/comm/mpi_communicator.h)
   std::string tokenizer = "byte", tokenizer_dir, export_hf;
   int64_t keep_last = 0, max_bad_steps = 10;
   double rank_timeout = 600;  // seconds a collective may wait before a rank gives up on its peers

@@ -2,16 +2,13 @@
 
 #include <mpi.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <limits>
-#include <thread>
 
 namespace flextp {
 namespace {
 
 bool g_initialised_here = false;
-MpiIdleWait g_idle_wait;
 
 void check_mpi(int rc, const char* call) {
   if (rc == MPI_SUCCESS) return;
@@ -50,7 +47,7 @@ struct Staged {
 class MpiCommunicator : public Communicator {
  public:
   // The ranks of the world that pass the same color, in world-rank order.
-  explicit MpiCommunicator(int color) : idle_(g_idle_wait) {
+  explicit MpiCommunicator(int color) {
     FLEXTP_MPI(MPI_Comm_split(MPI_COMM_WORLD, color, 0, &comm_));
     // Errors come back as codes that become exceptions naming the call.
     FLEXTP_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
@@ -69,21 +66,14 @@ class MpiCommunicator : public Communicator {
   void all_reduce(Tensor& t, ReduceOp op) override {
     if (t.numel() == 0) return;
     Staged s(t);
-    const int n = as_count(t.numel(), "all_reduce");
-    const MPI_Op mop = op == ReduceOp::Sum ? MPI_SUM : MPI_MAX;
-    if (idle_.sleep) {
-      MPI_Request r;
-      FLEXTP_MPI(MPI_Iallreduce(MPI_IN_PLACE, s.host.raw(), n, mpi_type(t.dtype()), mop, comm_, &r));
-      finish(&r, 1);
-    } else {
-      FLEXTP_MPI(MPI_Allreduce(MPI_IN_PLACE, s.host.raw(), n, mpi_type(t.dtype()), mop, comm_));
-    }
+    FLEXTP_MPI(MPI_Allreduce(MPI_IN_PLACE, s.host.raw(), as_count(t.numel(), "all_reduce"),
+                             mpi_type(t.dtype()), op == ReduceOp::Sum ? MPI_SUM : MPI_MAX, comm_));
     s.copy_out();
   }
 
   std::unique_ptr<PendingReduce> start_all_reduce(Tensor& t, ReduceOp op) override {
     if (t.numel() == 0) return finished_reduce();
-    auto p = std::make_unique<Pending>(*this, t);
+    auto p = std::make_unique<Pending>(t);
     const int n = as_count(t.numel(), "all_reduce");
     FLEXTP_MPI(MPI_Iallreduce(MPI_IN_PLACE, p->staged.host.raw(), n, mpi_type(t.dtype()),
                               op == ReduceOp::Sum ? MPI_SUM : MPI_MAX, comm_, &p->request));
@@ -92,14 +82,7 @@ class MpiCommunicator : public Communicator {
 
   void broadcast(Tensor& t, int root) override {
     Staged s(t, rank_ == root);
-    const int n = as_count(t.nbytes(), "broadcast");
-    if (idle_.sleep) {
-      MPI_Request r;
-      FLEXTP_MPI(MPI_Ibcast(s.host.raw(), n, MPI_BYTE, root, comm_, &r));
-      finish(&r, 1);
-    } else {
-      FLEXTP_MPI(MPI_Bcast(s.host.raw(), n, MPI_BYTE, root, comm_));
-    }
+    FLEXTP_MPI(MPI_Bcast(s.host.raw(), as_count(t.nbytes(), "broadcast"), MPI_BYTE, root, comm_));
     s.copy_out();
   }
 
@@ -108,13 +91,7 @@ class MpiCommunicator : public Communicator {
                  " is not ", size_, " times the input ", in.str());
     Staged si(in), so(out, false);
     int n = as_count(in.nbytes(), "all_gather");
-    if (idle_.sleep) {
-      MPI_Request r;
-      FLEXTP_MPI(MPI_Iallgather(si.host.raw(), n, MPI_BYTE, so.host.raw(), n, MPI_BYTE, comm_, &r));
-      finish(&r, 1);
-    } else {
-      FLEXTP_MPI(MPI_Allgather(si.host.raw(), n, MPI_BYTE, so.host.raw(), n, MPI_BYTE, comm_));
-    }
+    FLEXTP_MPI(MPI_Allgather(si.host.raw(), n, MPI_BYTE, so.host.raw(), n, MPI_BYTE, comm_));
     so.copy_out();
   }
 
@@ -122,14 +99,8 @@ class MpiCommunicator : public Communicator {
     FLEXTP_CHECK(in.numel() == out.numel() * size_ && in.dtype() == out.dtype(), "reduce_scatter: input ",
                  in.str(), " is not ", size_, " times the output ", out.str());
     Staged si(in), so(out, false);
-    const int n = as_count(out.numel(), "reduce_scatter");
-    if (idle_.sleep) {
-      MPI_Request r;
-      FLEXTP_MPI(MPI_Ireduce_scatter_block(si.host.raw(), so.host.raw(), n, mpi_type(in.dtype()), MPI_SUM, comm_, &r));
-      finish(&r, 1);
-    } else {
-      FLEXTP_MPI(MPI_Reduce_scatter_block(si.host.raw(), so.host.raw(), n, mpi_type(in.dtype()), MPI_SUM, comm_));
-    }
+    FLEXTP_MPI(MPI_Reduce_scatter_block(si.host.raw(), so.host.raw(), as_count(out.numel(), "reduce_scatter"),
+                                        mpi_type(in.dtype()), MPI_SUM, comm_));
     so.copy_out();
   }
 
@@ -153,7 +124,7 @@ class MpiCommunicator : public Communicator {
       FLEXTP_MPI(MPI_Isend(staged_sends.back().host.raw(), as_count(s.buffer.nbytes(), "send"), MPI_BYTE,
                            s.peer, kTag, comm_, &reqs.back()));
     }
-    finish(reqs.data(), static_cast<int>(reqs.size()));
+    FLEXTP_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
     for (Staged& r : staged_recvs) r.copy_out();
   }
 
@@ -174,35 +145,19 @@ class MpiCommunicator : public Communicator {
     FLEXTP_CHECK(s_at <= static_cast<int64_t>(send.nbytes()) && r_at <= static_cast<int64_t>(recv.nbytes()),
                  "all_to_all_v: byte counts exceed the buffers");
     Staged ss(send), sr(recv, false);
-    if (idle_.sleep) {
-      MPI_Request r;
-      FLEXTP_MPI(MPI_Ialltoallv(ss.host.raw(), sc.data(), sd.data(), MPI_BYTE, sr.host.raw(), rc.data(), rd.data(),
-                                MPI_BYTE, comm_, &r));
-      finish(&r, 1);
-    } else {
-      FLEXTP_MPI(MPI_Alltoallv(ss.host.raw(), sc.data(), sd.data(), MPI_BYTE, sr.host.raw(), rc.data(),
-                               rd.data(), MPI_BYTE, comm_));
-    }
+    FLEXTP_MPI(MPI_Alltoallv(ss.host.raw(), sc.data(), sd.data(), MPI_BYTE, sr.host.raw(), rc.data(),
+                             rd.data(), MPI_BYTE, comm_));
     sr.copy_out();
   }
 
-  void barrier() override {
-    if (idle_.sleep) {
-      MPI_Request r;
-      FLEXTP_MPI(MPI_Ibarrier(comm_, &r));
-      finish(&r, 1);
-    } else {
-      FLEXTP_MPI(MPI_Barrier(comm_));
-    }
-  }
+  void barrier() override { FLEXTP_MPI(MPI_Barrier(comm_)); }
 
  private:
   // A started MPI_Iallreduce; MPI_Test drives MPI's progress while the caller computes.
   struct Pending : PendingReduce {
-    MpiCommunicator& comm;
     Staged staged;
     MPI_Request request = MPI_REQUEST_NULL;
-    Pending(MpiCommunicator& c, const Tensor& t) : comm(c), staged(t) {}
+    explicit Pending(const Tensor& t) : staged(t) {}
     ~Pending() override {
       if (request != MPI_REQUEST_NULL) MPI_Wait(&request, MPI_STATUS_IGNORE);
     }
@@ -215,7 +170,7 @@ class MpiCommunicator : public Communicator {
     }
     void wait() override {
       if (done) return;
-      comm.finish(&request, 1);
+      FLEXTP_MPI(MPI_Wait(&request, MPI_STATUS_IGNORE));
       staged.copy_out(), done = true;
     }
     bool done = false;
@@ -227,34 +182,9 @@ class MpiCommunicator : public Communicator {
   }
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
-  MpiIdleWait idle_;
-
-  // Completes the requests: MPI_Waitall when spinning, else polls, spinning for idle_.spin_us and
-  // then sleeping idle_.sleep_us between tests (MPI_Testall also drives MPI's progress).
-  void finish(MPI_Request* reqs, int n) {
-    if (!idle_.sleep) {
-      FLEXTP_MPI(MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE));
-      return;
-    }
-    using clock = std::chrono::steady_clock;
-    const clock::time_point start = clock::now();
-    const auto spin = std::chrono::duration<double, std::micro>(idle_.spin_us);
-    const auto nap = std::chrono::duration<double, std::micro>(idle_.sleep_us);
-    for (int done = 0;;) {
-      FLEXTP_MPI(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
-      if (done) return;
-      if (clock::now() - start > spin) std::this_thread::sleep_for(nap);
-    }
-  }
 };
 
 }  // namespace
-
-void set_mpi_idle_wait(const MpiIdleWait& wait) {
-  FLEXTP_CHECK(wait.spin_us >= 0 && wait.sleep_us > 0, "an idle wait of ", wait.spin_us, " us spinning and ",
-               wait.sleep_us, " us sleeping: spinning must be >= 0 and sleeping > 0");
-  g_idle_wait = wait;
-}
 
 MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   int initialised = 0;

@@ -24,7 +24,6 @@ MpiRuntime::~MpiRuntime() = default;
 void MpiRuntime::abort_all(int code) { std::exit(code); }
 bool MpiRuntime::active() { return false; }
 
-void set_mpi_idle_wait(const MpiIdleWait&) {}
 std::unique_ptr<Communicator> make_mpi_communicator() { FLEXTP_FAIL(kNoMpi); }
 std::unique_ptr<Communicator> make_mpi_communicator(int) { FLEXTP_FAIL(kNoMpi); }
 

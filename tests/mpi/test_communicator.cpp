@@ -1,38 +1,14 @@
-// Every collective of the MPI communicator against values computed by hand, with both ways of
-// waiting (spinning, and sleeping between polls, parallel/comm/mpi_communicator.h).
+// Every collective of the MPI communicator against values computed by hand.
 #include <doctest/doctest.h>
-
-#include <chrono>
-#include <fstream>
-#include <thread>
 
 #include "tests/mpi/mpi_context.h"
 
 using namespace flextp;
 
-namespace {
-
-// A world communicator whose waits sleep between polls: no spinning at all, so that a rank that
-// arrives early takes the sleeping path in every call.
-Communicator& sleeping_world() {
-  static std::unique_ptr<Communicator> comm = [] {
-    flextp::set_mpi_idle_wait({true, 0, 50});
-    std::unique_ptr<Communicator> c = make_mpi_communicator(0);
-    flextp::set_mpi_idle_wait({});
-    return c;
-  }();
-  return *comm;
-}
-
-// Rank 0 comes late, so the others wait in the call.
-void late_on_rank0(Communicator& c) {
-  if (c.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-}
-
-void all_reduce_and_broadcast(Communicator& c) {
+TEST_CASE("all-reduce sums and maxima, broadcast") {
+  Communicator& c = test::world();
   int r = c.rank(), n = c.size();
   Tensor t = Tensor::from_vector<float>({float(r), float(2 * r)}, {2});
-  late_on_rank0(c);
   c.all_reduce(t);
   CHECK(t.to_vector<float>() == std::vector<float>{float(n * (n - 1) / 2), float(n * (n - 1))});
   Tensor m = Tensor::from_vector<double>({double(r), -double(r)}, {2});
@@ -43,9 +19,9 @@ void all_reduce_and_broadcast(Communicator& c) {
   CHECK(b.to_vector<float>() == std::vector<float>{7, 7, 7});
 }
 
-void all_gather_and_reduce_scatter(Communicator& c) {
+TEST_CASE("all-gather, reduce-scatter") {
+  Communicator& c = test::world();
   int r = c.rank(), n = c.size();
-  late_on_rank0(c);
   Tensor out = Tensor::empty({n, 2});
   c.all_gather(Tensor::full({1, 2}, r), out);
   for (int k = 0; k < n; ++k) CHECK(out.to_vector<float>()[2 * k] == k);
@@ -54,9 +30,9 @@ void all_gather_and_reduce_scatter(Communicator& c) {
   CHECK(rs.to_vector<float>() == std::vector<float>(2, float(n * (n + 1) / 2)));
 }
 
-void send_recv_and_all_to_all(Communicator& c) {
+TEST_CASE("grouped send/recv in a ring and all-to-all-v") {
+  Communicator& c = test::world();
   int r = c.rank(), n = c.size();
-  late_on_rank0(c);
   Tensor in = Tensor::empty({4});
   c.send_recv({{(r + 1) % n, Tensor::full({4}, r)}}, {{(r + n - 1) % n, in}});
   CHECK(in.to_vector<float>() == std::vector<float>(4, float((r + n - 1) % n)));
@@ -74,38 +50,4 @@ void send_recv_and_all_to_all(Communicator& c) {
   for (int k = 0; k < n; ++k)
     for (int i = 0; i <= r; ++i) CHECK(got[k * (r + 1) + i] == 100.0f * k + r);
   CHECK_THROWS_WITH_AS(c.send_recv({{r, Tensor::empty({1})}}, {}), doctest::Contains("bad peer"), Error);
-}
-
-}  // namespace
-
-TEST_CASE("all-reduce sums and maxima, broadcast") {
-  all_reduce_and_broadcast(test::world());
-  all_reduce_and_broadcast(sleeping_world());
-}
-
-TEST_CASE("all-gather, reduce-scatter") {
-  all_gather_and_reduce_scatter(test::world());
-  all_gather_and_reduce_scatter(sleeping_world());
-}
-
-TEST_CASE("grouped send/recv in a ring and all-to-all-v") {
-  send_recv_and_all_to_all(test::world());
-  send_recv_and_all_to_all(sleeping_world());
-}
-
-TEST_CASE("a sleeping barrier holds every rank until the last arrives") {
-  test::SharedTempDir dir("barrier");
-  Communicator& c = sleeping_world();
-  const std::string mark = dir.path + "/rank0-was-here";
-  if (c.rank() == 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::ofstream(mark) << "1";
-  }
-  c.barrier();
-  CHECK(std::ifstream(mark).good());
-}
-
-TEST_CASE("an idle wait that cannot work is refused") {
-  CHECK_THROWS_WITH_AS(set_mpi_idle_wait({true, -1, 50}), doctest::Contains("spinning must be >= 0"), Error);
-  CHECK_THROWS_WITH_AS(set_mpi_idle_wait({true, 0, 0}), doctest::Contains("sleeping > 0"), Error);
 }
