@@ -26,6 +26,8 @@ def train(build, ranks, args, metrics, bind="none"):
     pins each rank to a core, so that --contend's busy threads share the slow rank's core."""
     if bind == "core" and ranks > (os.cpu_count() or 1):
         bind = "core:overload-allowed"  # more ranks than cores: they share cores (figures mean little)
+    if os.path.exists(metrics):
+        os.remove(metrics)  # train appends (a resumed run continues its file): start each run afresh
     cmd = MPIRUN + ["--bind-to", bind, "-np", str(ranks), "-x", "OMP_NUM_THREADS=1", os.path.join(build, "train"),
                     "--metrics", metrics] + args
     done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
