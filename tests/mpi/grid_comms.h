@@ -5,6 +5,8 @@
 
 #include <memory>
 
+#include "nn/gpt.h"
+#include "optim/clip.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/dp/grid.h"
 #include "tests/mpi/mpi_context.h"
@@ -28,5 +30,20 @@ inline GridComms grid_of(int tp) {
   REQUIRE(out.dp->rank() == g.dp_rank);
   return out;
 }
+
+// What the grids are compared with: one process computing the loss of the whole batch, its
+// gradients and their norm.
+struct OneProcess {
+  GPT model;
+  Tensor loss;
+  std::vector<Parameter*> params;
+  double norm = 0;
+  OneProcess(const GPTConfig& c, const Tensor& ids, const Tensor& targets) : model(c) {
+    loss = model.loss(ids, targets);
+    loss.backward();
+    params = model.parameters();
+    norm = grad_norm(params, nullptr);
+  }
+};
 
 }  // namespace flextp::test
