@@ -269,15 +269,9 @@ void GradientSync::all_reduce_agreeing(const std::vector<Parameter*>& params, co
     // Every rank decides alike: the partitions and the presence flags are the group's.
     bool guessed_right = !stats_.partitions_changed && present == last_present_ && early_params_ == params;
     if (guessed_right) {
-      FLEXTP_CHECK(buckets.size() == early_.size(), "the gradient buckets guessed before the backward differ");
-      for (size_t k = 0; k < buckets.size(); ++k) {
-        FLEXTP_CHECK(buckets[k].elems == early_[k].elems && buckets[k].pieces.size() == early_[k].pieces.size(),
-                     "the gradient buckets guessed before the backward differ");
-        for (size_t j = 0; j < buckets[k].pieces.size(); ++j)
-          FLEXTP_CHECK(buckets[k].pieces[j].param == early_[k].pieces[j].param &&
-                           buckets[k].pieces[j].units == early_[k].pieces[j].units,
-                       "the gradient buckets guessed before the backward differ");
-      }
+      bool same = buckets.size() == early_.size();
+      for (size_t k = 0; same && k < buckets.size(); ++k) same = buckets[k].same_layout(early_[k]);
+      FLEXTP_CHECK(same, "the gradient buckets guessed before the backward differ");
       buckets = std::move(early_);
       early_.clear();
       next_ = 0;

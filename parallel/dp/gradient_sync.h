@@ -118,6 +118,7 @@ class GradientSync {
     size_t param;
     std::vector<int64_t> units;  // the units packed, by id; empty: the whole (replicated) gradient
     int64_t elems;
+    bool operator==(const Piece& o) const { return param == o.param && units == o.units; }
   };
   struct Bucket {
     std::vector<Piece> pieces;
@@ -127,6 +128,8 @@ class GradientSync {
     Tensor flat;                           // packed when started; the sum after its wait
     bool early = false;                    // started while the backward still computed others'
     std::unique_ptr<PendingReduce> pending;
+    // The same rows in the same places (what the plan decides; not the packed data).
+    bool same_layout(const Bucket& o) const { return elems == o.elems && pieces == o.pieces; }
   };
   // The buckets of a sum, from `present` (a gradient exists on some rank) and partitions_.
   std::vector<Bucket> plan(const std::vector<Parameter*>& params, const std::vector<char>& present) const;
