@@ -7,6 +7,7 @@
 //    T = 64..256, C = 768 (12 heads; vocabulary 50257 for the cross-entropy).
 //  - the fused ops beside the unfused ones they replace, forward + backward, alternated and each
 //    the median of its rounds (`bench_ops fusions` runs only these).
+//  - `bench_ops gemm`: the peak, then every product of a GPT-2 small step at B 4, T 64.
 //  The GEMMs are GPT-2 small's (B 4, T 128) and the default `make train` model's (2048 rows,
 //  K and N of 128-512), forward and both backward products.
 #include <algorithm>
@@ -148,14 +149,32 @@ void bench_fusions() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const int threads = num_threads();
-  if (argc > 1 && std::strcmp(argv[1], "fusions") == 0) {
-    std::printf("flextp bench/ops fusions: %d threads, float32\n", threads);
-    bench_fusions();
-    return 0;
+// Every product of one GPT-2 small training step at B 4, T 64 (256 rows; the vocabulary padded to
+// 50304 as the model pads it): each linear's forward, input gradient and weight gradient.
+void bench_gpt2_small_step_gemms() {
+  const int64_t rows = 256, c = 768, vocab = 50304;
+  struct Linear {
+    const char* name;
+    int64_t in, out;
+    bool column;  // weight stored [out, in] (x W^T); a row-parallel one is stored [in, out]
+  };
+  std::printf("GPT-2 small, B 4 T 64 (%lld rows): forward, input gradient, weight gradient\n", (long long)rows);
+  for (Linear l : {Linear{"qkv", c, 3 * c, true}, Linear{"attn proj", c, c, false}, Linear{"mlp fc", c, 4 * c, true},
+                   Linear{"mlp proj", 4 * c, c, false}, Linear{"lm head", c, vocab, true}}) {
+    std::printf("%s\n", l.name);
+    if (l.column) {
+      bench_matmul(rows, l.in, l.out, true);              // x [rows, in] by W [out, in]^T
+      bench_matmul(rows, l.out, l.in, false);             // g [rows, out] by W [out, in]
+      bench_matmul(l.out, rows, l.in, false, true);       // g^T [out, rows] by x [rows, in]
+    } else {
+      bench_matmul(rows, l.in, l.out, false);             // x [rows, in] by W [in, out]
+      bench_matmul(rows, l.out, l.in, true);              // g [rows, out] by W [in, out]^T
+      bench_matmul(l.in, rows, l.out, false, true);       // x^T [in, rows] by g [rows, out]
+    }
   }
-  std::printf("flextp bench/ops: %d threads, float32, median of 7 runs (GEMMs: and the fastest of 30)\n\n", threads);
+}
+
+void measure_peak(int threads) {
   for (const std::string& isa : bench::fma_isas())
     for (int t : {1, threads}) {
       if (t == 1 && threads == 1 && g_peak > 0) continue;
@@ -164,6 +183,21 @@ int main(int argc, char** argv) {
       if (t == threads) g_peak = std::max(g_peak, p.gflops);
     }
   std::printf("GEMM shares below are of %.1f GFLOP/s (the best at %d threads)\n\n", g_peak, threads);
+}
+
+int main(int argc, char** argv) {
+  const int threads = num_threads();
+  if (argc > 1 && std::strcmp(argv[1], "fusions") == 0) {
+    std::printf("flextp bench/ops fusions: %d threads, float32\n", threads);
+    bench_fusions();
+    return 0;
+  }
+  std::printf("flextp bench/ops: %d threads, float32, median of 7 runs (GEMMs: and the fastest of 30)\n\n", threads);
+  measure_peak(threads);
+  if (argc > 1 && std::strcmp(argv[1], "gemm") == 0) {
+    bench_gpt2_small_step_gemms();
+    return 0;
+  }
   const int64_t c = 768, rows = 512;  // GPT-2 small: B 4, T 128
   std::printf("GPT-2 small (B*T = %lld, C = %lld): forward, then the backward products\n", (long long)rows, (long long)c);
   bench_matmul(rows, c, 4 * c, true);         // MLP fc: x [B*T, C] by W [4C, C]^T
