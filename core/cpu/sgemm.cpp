@@ -35,7 +35,9 @@ constexpr int64_t MR = 12, NR = 32;
 #else
 constexpr int64_t MR = 6, NR = 16;
 #endif
-constexpr int64_t KC = 256, MC = 72, NC = 4096;
+// KC stays 256: it fixes where each sum is cut (and so the bits of every result). An MC x KC
+// panel of A (264 KiB) sits in L2 beside a KC x NC block of B (1 MiB), in a 2 MiB L2.
+constexpr int64_t KC = 256, MC = 264, NC = 1024;
 
 // Element (i, p) of op(A) and (p, j) of op(B).
 inline float a_at(const float* a, int64_t lda, bool t, int64_t i, int64_t p) { return t ? a[p * lda + i] : a[i * lda + p]; }
@@ -246,11 +248,78 @@ __attribute__((noinline)) void kernel(int64_t kc, const float* a, const float* b
 }
 #endif
 
-struct Buffer {
-  float* p = nullptr;
-  explicit Buffer(size_t n) : p(static_cast<float*>(std::aligned_alloc(64, ((n * sizeof(float) + 63) / 64) * 64))) {}
-  ~Buffer() { std::free(p); }
+// A packing buffer that lives as long as its thread and only grows: a fresh 1 MiB allocation per
+// call is mmapped and page-faulted in again every time, which costs as much as a small product.
+float* thread_buffer(int slot, size_t floats) {
+  struct Grown {
+    float* p = nullptr;
+    size_t n = 0;
+    ~Grown() { std::free(p); }
+  };
+  thread_local Grown buffers[2];
+  Grown& g = buffers[slot];
+  if (g.n < floats) {
+    std::free(g.p);
+    g.p = static_cast<float*>(std::aligned_alloc(64, ((floats * sizeof(float) + 63) / 64) * 64));
+    g.n = floats;
+  }
+  return g.p;
+}
+
+// One thread's rectangle of C: rows [i0, i1), columns [j0, j1).
+struct Block {
+  int64_t i0, i1, j0, j1;
 };
+
+// The rectangle of thread `tid` of `threads`: the grid of tm x tn parts (tm * tn = threads) that
+// gives the fewest micro-tiles to the busiest thread, with its packing (each thread packs the A
+// rows and B columns of its own rectangle) as the tie-break: short and wide products (256 rows
+// by 3072) split their columns, tall and narrow ones their rows. Cuts fall on whole tiles.
+Block thread_block(int64_t m, int64_t n, int tid, int threads) {
+  const int64_t row_tiles = (m + MR - 1) / MR, col_tiles = (n + NR - 1) / NR;
+  int64_t best_tm = 1;
+  double best_cost = 1e300;
+  for (int64_t tm = 1; tm <= threads; ++tm) {
+    if (threads % tm != 0) continue;
+    const int64_t tn = threads / tm;
+    const int64_t rt = (row_tiles + tm - 1) / tm, ct = (col_tiles + tn - 1) / tn;
+    // A micro-tile is MR * NR FMAs per k; packing a row or column is about 4 of them per k.
+    const double cost = static_cast<double>(rt * ct) * MR * NR + 4.0 * (rt * MR + ct * NR);
+    if (cost < best_cost) best_cost = cost, best_tm = tm;
+  }
+  const int64_t tm = best_tm, tn = threads / tm, ti = tid / tn, tj = tid % tn;
+  return {std::min(m, ti * row_tiles / tm * MR), std::min(m, (ti + 1) * row_tiles / tm * MR),
+          std::min(n, tj * col_tiles / tn * NR), std::min(n, (tj + 1) * col_tiles / tn * NR)};
+}
+
+// C[blk] (+)= op(A) op(B) over the block, on this thread alone. Loops: NC columns, then KC-deep
+// slices in order (so every element of C is the same sum as before: one FMA chain per slice,
+// added to C slice by slice), then MC rows whose A panel stays in L2, then each NR-column panel
+// of B, packed on first use and kept in L1 while every MR-row tile of the block runs over it.
+void gemm_block(bool ta, bool tb, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                int64_t ldc, bool accumulate, const Block& blk) {
+  if (blk.i0 >= blk.i1 || blk.j0 >= blk.j1) return;
+  float* apack = thread_buffer(0, static_cast<size_t>(MC) * KC);
+  float* bpack = thread_buffer(1, static_cast<size_t>(KC) * NC);
+  for (int64_t jc = blk.j0; jc < blk.j1; jc += NC) {
+    const int64_t nc = std::min(NC, blk.j1 - jc), panels = (nc + NR - 1) / NR;
+    for (int64_t pc = 0; pc < k; pc += KC) {
+      const int64_t kc = std::min(KC, k - pc);
+      const bool add = accumulate || pc > 0;
+      for (int64_t ic = blk.i0; ic < blk.i1; ic += MC) {
+        const int64_t mc = std::min(MC, blk.i1 - ic);
+        pack_a(a, lda, ta, ic, mc, pc, kc, apack);
+        for (int64_t jr = 0; jr < panels; ++jr) {
+          const int64_t cols = std::min(NR, nc - jr * NR);
+          float* bp = bpack + jr * NR * kc;
+          if (ic == blk.i0) pack_b_panel(b, ldb, tb, pc, kc, jc + jr * NR, cols, bp);
+          for (int64_t ir = 0; ir < mc; ir += MR)
+            kernel(kc, apack + ir * kc, bp, c + (ic + ir) * ldc + jc + jr * NR, ldc, std::min(MR, mc - ir), cols, add);
+        }
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -262,40 +331,18 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, in
       for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
     return;
   }
-  const int64_t panels_max = (std::min(NC, n) + NR - 1) / NR;
-  Buffer bpack(static_cast<size_t>(KC) * panels_max * NR);
+  // One parallel region per call and no barrier inside: each thread packs and computes its own
+  // rectangle of C. The split is made from the threads that really run (1 inside an outer
+  // parallel region), never from the number asked for.
   const bool threaded = static_cast<double>(m) * n * k > 2e6;
-  for (int64_t jc = 0; jc < n; jc += NC) {
-    const int64_t nc = std::min(NC, n - jc), panels = (nc + NR - 1) / NR;
-    for (int64_t pc = 0; pc < k; pc += KC) {
-      const int64_t kc = std::min(KC, k - pc);
-      const bool add = accumulate || pc > 0;
-      // Work items: (block of MC rows) x (chunk of kChunk panels), so that short and wide
-      // products (the LM head: 256 rows) split as evenly as tall ones.
-      constexpr int64_t kChunk = 128 / NR;
-      const int64_t blocks = (m + MC - 1) / MC, chunks = (panels + kChunk - 1) / kChunk;
 #pragma omp parallel if (threaded)
-      {
-#pragma omp for schedule(static)
-        for (int64_t jr = 0; jr < panels; ++jr)
-          pack_b_panel(b, ldb, tb, pc, kc, jc + jr * NR, std::min(NR, nc - jr * NR), bpack.p + jr * NR * kc);
-        Buffer apack(static_cast<size_t>(MC) * KC);
-        int64_t packed_block = -1;
-#pragma omp for schedule(static)
-        for (int64_t item = 0; item < blocks * chunks; ++item) {
-          int64_t blk = item / chunks, chunk = item % chunks;
-          int64_t ic = blk * MC, mc = std::min(MC, m - ic);
-          if (blk != packed_block) {
-            pack_a(a, lda, ta, ic, mc, pc, kc, apack.p);
-            packed_block = blk;
-          }
-          for (int64_t jr = chunk * kChunk; jr < std::min(panels, (chunk + 1) * kChunk); ++jr)
-            for (int64_t ir = 0; ir < mc; ir += MR)
-              kernel(kc, apack.p + ir * kc, bpack.p + jr * NR * kc, c + (ic + ir) * ldc + jc + jr * NR, ldc,
-                     std::min(MR, mc - ir), std::min(NR, nc - jr * NR), add);
-        }
-      }
-    }
+  {
+    int tid = 0, threads = 1;
+#ifdef _OPENMP
+    tid = omp_get_thread_num();
+    threads = omp_get_num_threads();
+#endif
+    gemm_block(ta, tb, k, a, lda, b, ldb, c, ldc, accumulate, thread_block(m, n, tid, threads));
   }
 }
 #endif
