@@ -3,6 +3,8 @@
 // design: B packed into NR-column panels, A into MR-row panels, an MR x NR register-blocked
 // micro-kernel: 6 x 16 on AVX2, 12 x 32 on AVX-512). Both sum every element in the same order,
 // so they agree bitwise. C (= or +=) op(A) op(B), all row-major with leading dimensions.
+// Threads split C into rectangles (columns when it is short and wide, rows when tall), each
+// packed and computed by one thread alone; any thread count gives the same bits.
 #include <cstdint>
 
 namespace flextp::cpu {
