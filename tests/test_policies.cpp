@@ -189,6 +189,16 @@ TEST_CASE("hybrid: lambda prices skipped importance against a migration's cost o
     CHECK(actions.rfind("resize", 0) == 0);
     CHECK(actions.find("migrate") != std::string::npos);
   }
+  SUBCASE("a rank slow from the first step is never clear of its noise: migrated, not resized") {
+    // Measured times whose speeds never change: the noise gate's baseline holds the slowness.
+    for (RankRow& r : s.rows) r.work = 100, r.compute_ms = 100;
+    s.rows[0].compute_ms = 200;
+    s.share = 0.001;  // skipping would cost almost nothing: resizing is the cheapest choice
+    std::string actions = decide_n(*policy("hybrid"), s.at({0.5, 1}), 40);
+    INFO(actions);
+    CHECK(actions.find("resize") == std::string::npos);
+    CHECK(actions.find("migrate") != std::string::npos);
+  }
   SUBCASE("it probes on the resizing schedule") {
     auto hybrid = policy("hybrid", 0);
     s.rows = table(true);

@@ -24,7 +24,7 @@ namespace flextp {
 Action hybrid_choice(const HybridCosts& h) {
   const double inf = std::numeric_limits<double>::infinity();
   double keep = h.keep_ms * h.steps;
-  double resize = std::isinf(h.lambda) ? inf : h.resize_ms * h.steps + h.lambda * h.skipped_share * h.steps;
+  double resize = std::isinf(h.lambda) || !h.can_resize ? inf : h.resize_ms * h.steps + h.lambda * h.skipped_share * h.steps;
   double migrate = (h.lambda == 0 || !h.can_migrate) ? inf : h.migrate_ms * h.steps + h.transfer_ms;
   if (migrate < keep && migrate <= resize) return Action::migrate;
   if (resize < keep) return Action::resize;
@@ -92,10 +92,12 @@ class HybridPolicy : public BalancePolicy {
     h.can_migrate = mig.units_moved > 0 && o.since_move >= settle_steps_;
     h.steps = steps;
     h.lambda = lambda_;
+    // No rank is slower than its own noise explains (or one was slow from the first step, so its
+    // baseline holds the slowness): no resizing, but a lasting imbalance is still migrated away.
+    h.can_resize = resizing_ || slowdown_is_clear;
     switch (hybrid_choice(h)) {
       case Action::migrate: return migrate_by(mig);
       case Action::resize: {
-        if (!resizing_ && !slowdown_is_clear) return keep;  // no rank is slower than its own noise explains
         Decision resize = resize_to(o, speed);
         resize.plan = keep.plan;
         return resize;

@@ -9,10 +9,11 @@ namespace flextp {
 
 // The hybrid's choice over the expected rest of a slowdown (`steps`: as long again as it lasted,
 // at most the horizon): keep, resize (lambda x share of importance skipped per step) or migrate
-// (a transfer once). lambda = inf never resizes; lambda = 0 never migrates.
+// (a transfer once). lambda = inf never resizes; lambda = 0 never migrates. can_resize false (no
+// resizing under way and no slowdown clear of the noise) leaves resizing out of the comparison.
 struct HybridCosts {
   double keep_ms = 0, resize_ms = 0, skipped_share = 0, migrate_ms = 0, transfer_ms = 0;
-  bool can_migrate = false;
+  bool can_migrate = false, can_resize = true;
   double steps = 1, lambda = 0;
 };
 Action hybrid_choice(const HybridCosts& h);
