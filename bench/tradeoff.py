@@ -10,6 +10,10 @@ policies run again under real contention (ranks bound to cores, --contend on ran
 the time by default), with their own no-slowdown run and wall-time budget.
 
 usage: bench/tradeoff.py [--steps 150] [--contend 1] [--build build] [--out docs]
+                         [--parts emulated,lambdas,trace,contended] [--work DIR]
+On a shared machine the whole set takes longer than one should hold it: run it in parts with one
+--work directory (`--parts emulated --work W`, then `--parts lambdas --work W`, ...), then once more
+with every part and the same --work, which reads the finished runs back and prints the tables.
 """
 import argparse
 import json
@@ -19,11 +23,22 @@ import tempfile
 
 import flextp_runs
 
+PARTS = ["emulated", "lambdas", "trace", "contended"]  # the groups of runs, in order
+
+
+def finished(path, steps):
+    """The metrics of a run that an earlier invocation finished in the same --work directory, or None."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    return rows if len(rows) == steps else None
+
 
 def train(build, steps, extra, path, bind="none"):
     args = ["--steps", str(steps), "--eval-every", "25", "--eval-batches", "4", "--log-every", "1000",
             "--warmup", "20"] + extra
-    rows = flextp_runs.train(build, 2, args, path, bind=bind)
+    rows = finished(path, steps) or flextp_runs.train(build, 2, args, path, bind=bind)
     wall, curve = 0.0, []
     for r in rows:
         wall += r["ms"] / 1000
@@ -63,8 +78,17 @@ def main():
     ap.add_argument("--out", default="docs")
     ap.add_argument("--lambdas", default="0,30,100,300,3000,inf")
     ap.add_argument("--contend", default="1", help="rank 1's contention, THREADS[:BUSY/PERIOD]; empty: none")
+    ap.add_argument("--parts", default=",".join(PARTS), help="which groups of runs: " + ", ".join(PARTS) +
+                    "; the tables need all (runs finished in --work count)")
+    ap.add_argument("--work", default="", help="directory for the runs' metrics, reused across invocations; "
+                    "default: a fresh temporary one")
     a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="flextp-tradeoff-")
+    parts = [p for p in a.parts.split(",") if p]
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        ap.error(f"unknown --parts {','.join(unknown)}: choose from {','.join(PARTS)}")
+    work = a.work or tempfile.mkdtemp(prefix="flextp-tradeoff-")
+    os.makedirs(work, exist_ok=True)
     slow = ["--straggler", "1:2:20"]
     runs = [("no straggler", []), ("even split", slow + ["--balance", "none"]),
             ("migrate", slow + ["--balance", "migrate"])]
@@ -73,8 +97,7 @@ def main():
             if impute == "stale" and prio != "taylor":
                 continue
             runs.append((f"resize {impute} {prio}", slow + ["--balance", "resize", "--impute", impute, "--priority", prio]))
-    for lam in a.lambdas.split(","):
-        runs.append((f"hybrid lambda {lam}", slow + ["--balance", "hybrid", "--lambda", lam]))
+    lambda_runs = [(f"hybrid lambda {lam}", slow + ["--balance", "hybrid", "--lambda", lam]) for lam in a.lambdas.split(",")]
     trace = os.path.join(work, "trace.csv")
     with open(trace, "w") as f:  # a 6-step blip at 20, then a lasting slowdown from 70
         f.write("step,rank0,rank1\n0,1,1\n20,1,2\n26,1,1\n70,1,2\n")
@@ -82,16 +105,21 @@ def main():
                   for name, pol in [("even split", "none"), ("migrate", "migrate"), ("resize", "resize"), ("hybrid", "hybrid")]]
     trace_runs.append(("trace: hybrid lambda 300", ["--straggler-trace", trace, "--balance", "hybrid", "--lambda", "300"]))
     results = {}
-    for name, extra in runs + trace_runs:
-        results[name] = train(a.build, a.steps, extra, os.path.join(work, name.replace(" ", "_").replace(":", "") + ".jsonl"))
+    for part, group in [("emulated", runs), ("lambdas", lambda_runs), ("trace", trace_runs)]:
+        if part in parts:
+            for name, extra in group:
+                results[name] = train(a.build, a.steps, extra, os.path.join(work, name.replace(" ", "_").replace(":", "") + ".jsonl"))
     contended = {}
-    if a.contend:
+    if a.contend and "contended" in parts:
         busy = ["--contend", f"1:{a.contend}"]
         for name, extra in [("no slowdown", []), ("even split", busy + ["--balance", "none"]),
                             ("migrate", busy + ["--balance", "migrate"]), ("resize", busy + ["--balance", "resize"]),
                             ("hybrid", busy + ["--balance", "hybrid"])]:
             contended[name] = train(a.build, a.steps, extra, os.path.join(work, "contended_" + name.replace(" ", "_") + ".jsonl"),
                                     bind="core")
+    if set(parts) != set(PARTS):
+        print(f"ran {', '.join(parts)} into {work}; the tables: run again with --work {work} and every part")
+        return
     base = results["no straggler"]["val"]
     budget = min(r["wall"] for n, r in results.items() if not n.startswith("trace") and n != "no straggler")
     print(f"flextp bench/tradeoff: default model, 2 ranks, {a.steps} steps, rank 1 slowed 2x from step 20 "
