@@ -6,6 +6,7 @@
 #include "core/autograd.h"
 #include "core/random.h"
 #include "nn/gpt.h"
+#include "parallel/balance/active_units.h"
 #include "parallel/balance/step_clock.h"
 #include "tests/gradcheck.h"
 #include "tests/mpi/tiny_gpt.h"
@@ -19,10 +20,16 @@ struct LossAndGrads {
   std::vector<Tensor> grads;
 };
 
-// One forward and backward of a batch of 3 rows at step 5, from window 2 of the step's batch.
-LossAndGrads run(const GPTConfig& c, int64_t chunks) {
+// One forward and backward of a batch of 3 rows at step 5, from window 2 of the step's batch;
+// `resized`: with units skipped as priority resizing skips them.
+LossAndGrads run(const GPTConfig& c, int64_t chunks, bool resized = false) {
   GPT model(c);
   model.set_tp_chunks(chunks);
+  if (resized) {
+    std::vector<Parameter*> params = model.parameters();
+    set_active_units(group_parameters(params, "h.0.head"), 1);
+    set_active_units(group_parameters(params, "h.1.mlp"), 2);
+  }
   model.set_step(5, 2);
   Tensor loss = model.loss(test::tokens(3, 7, 1), test::tokens(3, 7, 2));
   loss.backward();
@@ -47,6 +54,22 @@ TEST_CASE("a batch in 2, 3 or more chunks than rows gives the whole batch's loss
       CHECK(test::relative(got.loss, whole.loss) < 1e-12);
       for (size_t i = 0; i < got.grads.size(); ++i) test::check_same_tensor(got.grads[i], whole.grads[i], 1e-10, "gradient");
     }
+  }
+}
+
+TEST_CASE("a resized model (units skipped) in chunks gives the whole batch's loss and gradients (f64, dropout)") {
+  GPTConfig c = test::tiny_config(DType::F64);
+  c.dropout = 0.3;
+  LossAndGrads whole = run(c, 1, true);
+  REQUIRE(test::relative(run(c, 1).loss, whole.loss) > 1e-6);  // the skipping is real
+  LossAndGrads got = run(c, 2, true);
+  CHECK(test::relative(got.loss, whole.loss) < 1e-12);
+  for (size_t i = 0; i < got.grads.size(); ++i) {
+    if (!whole.grads[i].defined()) {
+      CHECK_FALSE(got.grads[i].defined());
+      continue;
+    }
+    test::check_same_tensor(got.grads[i], whole.grads[i], 1e-10, "gradient");
   }
 }
 
