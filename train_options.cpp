@@ -123,6 +123,10 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
                  "windows per forward/backward; a replica accumulates its share of --batch in micro-steps (default: "
                  "its whole share)")
       ->check(positive);
+  app.add_option("--tp-chunks", o.tp_chunks,
+                 "run each micro-step's batch in N chunks whose tensor-parallel all-reduces overlap the other chunks' "
+                 "compute (1: the whole batch at once, no overlap)")
+      ->check(positive);
   app.add_option("--dp-bucket-mb", o.dp_bucket_mb, "data-parallel gradient all-reduces in buckets of about this many MB")
       ->check(CLI::PositiveNumber);
   app.add_option("--dp-shares", o.dp_shares,

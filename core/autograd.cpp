@@ -1,5 +1,6 @@
 #include "core/autograd.h"
 
+#include <atomic>
 #include <unordered_map>
 
 #include "core/ops/elementwise.h"
@@ -8,19 +9,52 @@ namespace flextp {
 namespace {
 thread_local bool g_grad_enabled = true;
 thread_local LeafGradReady g_leaf_ready;
+std::atomic<uint64_t> g_sequence{0};
+
+// The completion of the gradients one backward closure returned (defer_gradients); it runs once.
+struct Deferred {
+  std::function<bool()> done;
+  std::function<void()> wait;
+  bool finished = false;
+};
+using Waits = std::vector<std::shared_ptr<Deferred>>;
+// Where defer_gradients files the running closure's completion (set only inside run_backward).
+thread_local Waits* g_deferring = nullptr;
+
+void finish(Waits& waits) {
+  for (auto& w : waits)
+    if (!w->finished) w->wait(), w->finished = true;
+  waits.clear();
+}
+bool complete(const Waits& waits) {
+  for (const auto& w : waits)
+    if (!w->finished && !w->done()) return false;
+  return true;
+}
+
+// A gradient on its way to a node: its value, and the communication it still waits for.
+struct PendingGrad {
+  Tensor g;
+  Waits waits;
+};
 
 bool needs_grad(const Tensor& t) { return t.defined() && (t.requires_grad() || t.grad_fn()); }
 
 // Adds g into a slot: the first contribution is kept as is (no copy), later ones are summed into a
 // fresh tensor, since the first may share memory with a tensor some other node still reads.
-void accumulate(Tensor& slot, const Tensor& g) {
-  if (!slot.defined()) {
-    slot = g;
+// A lone contribution keeps its communication pending; a sum needs both complete first.
+void accumulate(PendingGrad& slot, const Tensor& g, const Waits& waits) {
+  if (!slot.g.defined()) {
+    slot.g = g;
+    slot.waits = waits;
     return;
   }
-  Tensor sum = slot.clone();
+  Waits mine = waits;
+  finish(slot.waits);
+  finish(mine);
+  Tensor sum = slot.g.clone();
   add_inplace(sum, g);
-  slot = sum;
+  slot.g = sum;
 }
 
 // A leaf's gradient accumulates (+=) over backward passes; the first contribution is copied, since
@@ -79,8 +113,17 @@ void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, Ba
   node->out_shape = out.shape();
   node->out_dtype = out.dtype();
   node->backward = std::move(fn);
+  node->sequence = g_sequence++;
   out.impl().grad_fn = node;
   out.impl().requires_grad = true;
+}
+
+void defer_gradients(std::function<bool()> done, std::function<void()> wait) {
+  if (!g_deferring) {
+    wait();
+    return;
+  }
+  g_deferring->push_back(std::make_shared<Deferred>(Deferred{std::move(done), std::move(wait)}));
 }
 
 void run_backward(const Tensor& root, const Tensor& grad_root) {
@@ -101,82 +144,81 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
     return;
   }
 
-  // Iterative post-order DFS; reversed, it is a topological order from the root.
-  std::vector<Node*> order;
-  std::unordered_map<Node*, bool> visited;
-  std::vector<std::pair<Node*, size_t>> stack{{root.grad_fn().get(), 0}};
-  visited[root.grad_fn().get()] = true;
-  while (!stack.empty()) {
-    auto& [node, next] = stack.back();
-    if (next < node->edges.size()) {
-      Node* child = node->edges[next++].node.get();
-      if (child && !visited[child]) {
-        visited[child] = true;
-        stack.push_back({child, 0});
-      }
-    } else {
-      order.push_back(node);
-      stack.pop_back();
+  // The nodes reachable from the root (iteratively), how many edges of them lead to each node
+  // (a node runs when all its consumers ran) and, with a leaf hook, to each leaf.
+  std::unordered_map<Node*, size_t> consumers;
+  std::unordered_map<const TensorImpl*, size_t> leaf_uses;
+  std::vector<std::shared_ptr<Node>> reached{root.grad_fn()};  // keeps every node alive to the end
+  for (size_t i = 0; i < reached.size(); ++i)
+    for (const Edge& e : reached[i]->edges) {
+      if (e.node && consumers[e.node.get()]++ == 0) reached.push_back(e.node);
+      if (e.leaf && g_leaf_ready) ++leaf_uses[e.leaf.get()];
     }
-  }
-
-  // With a leaf hook: the leaves whose last consumer is each node of the walk (walk position).
-  std::vector<std::vector<const TensorImpl*>> final_after;
-  if (g_leaf_ready) {
-    std::unordered_map<const TensorImpl*, size_t> last;
-    for (size_t at = 0; at < order.size(); ++at)
-      for (const Edge& e : order[order.size() - 1 - at]->edges)
-        if (e.leaf) last[e.leaf.get()] = at;
-    final_after.resize(order.size());
-    for (const auto& [leaf, at] : last) final_after[at].push_back(leaf);
-  }
-  auto leaves_final = [&](size_t at) {
-    if (!final_after.empty())
-      for (const TensorImpl* leaf : final_after[at]) g_leaf_ready(leaf);
-  };
 
   NoGradGuard no_grad;  // backward closures compute with ops but record nothing
-  std::unordered_map<Node*, Tensor> pending;
-  pending[root.grad_fn().get()] = g0;
-  // Keeps every node alive until the walk ends, even after its consumers were released.
-  std::vector<std::shared_ptr<Node>> keep;
-  keep.reserve(order.size());
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    Node* node = *it;
+  std::unordered_map<Node*, PendingGrad> pending;
+  pending[root.grad_fn().get()].g = g0;
+  std::vector<Node*> ready{root.grad_fn().get()};
+  Waits deferred;  // what the running closure's gradients wait for
+  auto complete_now = [&](Node* n) {
+    auto it = pending.find(n);
+    return it == pending.end() || complete(it->second.waits);
+  };
+  while (!ready.empty()) {
+    // The latest created ready node, among those whose gradient is complete if there are any:
+    // one still in communication waits while the others run.
+    size_t pick = 0;
+    bool pick_complete = complete_now(ready[0]);
+    for (size_t i = 1; i < ready.size(); ++i) {
+      bool c = complete_now(ready[i]);
+      if ((c && !pick_complete) || (c == pick_complete && ready[i]->sequence > ready[pick]->sequence))
+        pick = i, pick_complete = c;
+    }
+    Node* node = ready[pick];
+    ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(pick));
     FLEXTP_CHECK(!node->released, "backward through a graph that was already freed (node ",
                  node->name, "): a graph supports one backward(); run the forward pass again");
-    const size_t at = static_cast<size_t>(it - order.rbegin());
     auto found = pending.find(node);
-    if (found == pending.end()) {  // no gradient reached it
-      leaves_final(at);
-      continue;
-    }
-    Tensor g = found->second;
-    pending.erase(found);
-    std::vector<bool> needs(node->edges.size());
-    for (size_t i = 0; i < needs.size(); ++i) needs[i] = node->edges[i].needed();
-    std::vector<Tensor> grads = node->backward(g, needs);
-    FLEXTP_CHECK(grads.size() == node->edges.size(), "backward of ", node->name, " returned ",
-                 grads.size(), " gradients for ", node->edges.size(), " inputs");
-    for (size_t i = 0; i < grads.size(); ++i) {
-      Edge& e = node->edges[i];
-      if (!e.needed() || !grads[i].defined()) continue;
-      if (e.node) {
-        check_grad(*node, i, grads[i], e.node->out_shape, e.node->out_dtype);
-        accumulate(pending[e.node.get()], grads[i]);
-      } else {
-        check_grad(*node, i, grads[i], e.leaf->shape, e.leaf->dtype);
-        add_to_leaf_grad(Tensor(e.leaf), grads[i]);
+    const bool ran = found != pending.end();
+    if (ran) {
+      PendingGrad g = std::move(found->second);
+      pending.erase(found);  // before the gradients below insert (a rehash would move it)
+      finish(g.waits);
+      std::vector<bool> needs(node->edges.size());
+      for (size_t i = 0; i < needs.size(); ++i) needs[i] = node->edges[i].needed();
+      deferred.clear();
+      Waits* outer = g_deferring;
+      g_deferring = &deferred;
+      std::vector<Tensor> grads;
+      try {
+        grads = node->backward(g.g, needs);
+      } catch (...) {
+        g_deferring = outer;
+        throw;
+      }
+      g_deferring = outer;
+      FLEXTP_CHECK(grads.size() == node->edges.size(), "backward of ", node->name, " returned ",
+                   grads.size(), " gradients for ", node->edges.size(), " inputs");
+      for (size_t i = 0; i < grads.size(); ++i) {
+        Edge& e = node->edges[i];
+        if (!e.needed() || !grads[i].defined()) continue;
+        if (e.node) {
+          check_grad(*node, i, grads[i], e.node->out_shape, e.node->out_dtype);
+          accumulate(pending[e.node.get()], grads[i], deferred);
+        } else {
+          check_grad(*node, i, grads[i], e.leaf->shape, e.leaf->dtype);
+          finish(deferred);  // a leaf's gradient is summed at once
+          add_to_leaf_grad(Tensor(e.leaf), grads[i]);
+        }
       }
     }
-    // Free what the node saved as soon as it has run.
-    node->backward = nullptr;
-    node->released = true;
+    // Free what the node saved as soon as it has run (one that no gradient reached stays as it is).
+    if (ran) node->backward = nullptr, node->released = true;
     for (Edge& e : node->edges) {
-      if (e.node) keep.push_back(std::move(e.node));
-      e.leaf.reset();
+      if (e.node && --consumers[e.node.get()] == 0) ready.push_back(e.node.get());
+      if (e.leaf && g_leaf_ready && --leaf_uses[e.leaf.get()] == 0) g_leaf_ready(e.leaf.get());
+      if (ran) e.node.reset(), e.leaf.reset();
     }
-    leaves_final(at);
   }
 }
 

@@ -118,3 +118,56 @@ TEST_CASE("the leaf hook hears of each leaf once per backward, when its gradient
   sum(scale(x, 2)).backward();  // no hook any more
   CHECK(heard.empty());
 }
+
+namespace {
+// An identity op that logs its backward's run; with `deferred`, its gradient arrives (the values
+// are filled in) only when the engine waits for it, as a started all-reduce's would.
+Tensor logged(const char* name, const Tensor& in, std::vector<std::string>& log, bool deferred = false) {
+  Tensor out = in.detach().clone();
+  record(name, out, {in}, [&log, name, deferred](const Tensor& g, const std::vector<bool>&) {
+    log.push_back(name);
+    if (!deferred) return std::vector<Tensor>{g};
+    Tensor arriving = Tensor::zeros(g.shape(), g.dtype());
+    defer_gradients([] { return false; }, [&log, arriving, g, name]() mutable {
+      log.push_back(std::string("wait ") + name);
+      add_inplace(arriving, g);
+    });
+    return std::vector<Tensor>{arriving};
+  });
+  return out;
+}
+}  // namespace
+
+TEST_CASE("backward runs the latest created ready node first: chains created interleaved run interleaved") {
+  Tensor x = Tensor::from_vector<double>({1, 2}, {2});
+  x.set_requires_grad(true);
+  std::vector<std::string> log;
+  Tensor a1 = logged("a1", x, log), b1 = logged("b1", x, log);
+  Tensor a2 = logged("a2", a1, log), b2 = logged("b2", b1, log);
+  sum(add(a2, b2)).backward();
+  // A depth-first order would run one chain to its end first (b2 b1 a2 a1).
+  CHECK(log == std::vector<std::string>{"b2", "a2", "b1", "a1"});
+  test::check_values(x.grad(), {2, 2});
+}
+
+TEST_CASE("a deferred gradient is waited for right before its consumer runs, other ready nodes run meanwhile") {
+  Tensor x = Tensor::from_vector<double>({1, 2}, {2});
+  x.set_requires_grad(true);
+  std::vector<std::string> log;
+  Tensor a1 = logged("a1", x, log), b1 = logged("b1", x, log);
+  Tensor a2 = logged("a2", a1, log, true), b2 = logged("b2", b1, log);
+  sum(add(a2, b2)).backward();
+  CHECK(log == std::vector<std::string>{"b2", "a2", "b1", "wait a2", "a1"});
+  test::check_values(x.grad(), {2, 2});  // a1 read the arrived gradient, not the zeros before it
+}
+
+TEST_CASE("a deferred gradient summed with another, or reaching a leaf, is waited for first") {
+  Tensor x = Tensor::from_vector<double>({1, 2}, {2});
+  x.set_requires_grad(true);
+  std::vector<std::string> log;
+  Tensor y = logged("y", x, log);
+  Tensor a = logged("a", y, log, true), b = logged("b", y, log, true);  // y's gradient: a sum of two deferred
+  Tensor c = logged("c", x, log, true);                                  // x's directly: a leaf
+  sum(add(add(a, b), c)).backward();
+  test::check_values(x.grad(), {3, 3});
+}

@@ -58,6 +58,29 @@ void StepClock::all_reduce(Tensor& t, ReduceOp op) {
       inner_.all_reduce(t, op);
   });
 }
+class StepClock::TimedReduce : public PendingReduce {
+ public:
+  TimedReduce(StepClock& clock, std::unique_ptr<PendingReduce> inner) : clock_(clock), inner_(std::move(inner)) {}
+  bool test() override { return inner_->test(); }
+  void wait() override {
+    clock_.collective([&] { inner_->wait(); });
+  }
+
+ private:
+  StepClock& clock_;
+  std::unique_ptr<PendingReduce> inner_;
+};
+
+std::unique_ptr<PendingReduce> StepClock::start_all_reduce(Tensor& t, ReduceOp op) {
+  if (op == ReduceOp::Sum && reduce_ != ReduceMethod::AllReduce) {
+    all_reduce(t, op);
+    return finished_reduce();
+  }
+  std::unique_ptr<PendingReduce> inner;
+  collective([&] { inner = inner_.start_all_reduce(t, op); });
+  return std::make_unique<TimedReduce>(*this, std::move(inner));
+}
+
 void StepClock::broadcast(Tensor& t, int root) { collective([&] { inner_.broadcast(t, root); }); }
 void StepClock::all_gather(const Tensor& in, Tensor& out) { collective([&] { inner_.all_gather(in, out); }); }
 void StepClock::reduce_scatter(const Tensor& in, Tensor& out) {

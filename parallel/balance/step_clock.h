@@ -23,6 +23,10 @@ class StepClock : public Communicator {
   int size() const override { return inner_.size(); }
   const char* backend() const override { return inner_.backend(); }
   void all_reduce(Tensor& t, ReduceOp op) override;
+  // The compute segment ends where the all-reduce starts; the handle's wait() counts as waiting,
+  // and what the rank computes in between as compute. A sum the cost model does in two
+  // collectives (reduce-scatter + all-gather) is done at once, as all_reduce.
+  std::unique_ptr<PendingReduce> start_all_reduce(Tensor& t, ReduceOp op) override;
   void broadcast(Tensor& t, int root) override;
   void all_gather(const Tensor& in, Tensor& out) override;
   void reduce_scatter(const Tensor& in, Tensor& out) override;
@@ -54,6 +58,7 @@ class StepClock : public Communicator {
   void set_sync_gpu(bool on) { sync_gpu_ = on; }
 
  private:
+  class TimedReduce;
   template <typename F>
   void collective(F&& f);
   Communicator& inner_;
