@@ -21,20 +21,21 @@ using namespace flextp;
 
 namespace {
 
-// A tiny GPT's Trainer on every rank of the world, one replica, every collective counted.
+// A tiny GPT's Trainer on every rank of `comm` (the world by default), one replica, every
+// collective counted.
 struct CountedRun {
   TrainOptions o;
   GPTConfig c = test::tiny_config(DType::F32);
   std::vector<int32_t> tokens;
-  test::CountingCommunicator counted{test::world()};
-  StepClock clock{counted, SlowdownSchedule({}, test::world().size())};
+  test::CountingCommunicator counted;
+  StepClock clock{counted, SlowdownSchedule({}, counted.size())};
   std::unique_ptr<GPT> model;
   AdamW opt{AdamWOptions{}};
   std::unique_ptr<Balancer> balancer;
   Watchdog watchdog{0, 0};
   std::unique_ptr<Trainer> trainer;
 
-  CountedRun() {
+  explicit CountedRun(Communicator& comm = test::world()) : counted(comm) {
     o.batch = 2, o.seq_len = 8, o.steps = 4, o.warmup = 0, o.lr = 1e-2;
     for (int i = 0; i < 200; ++i) tokens.push_back(static_cast<int32_t>((i * 7 + i / 5) % c.vocab_size));
     const int n = counted.size();
@@ -47,10 +48,11 @@ struct CountedRun {
                                         FaultHook({}, "", "", counted.rank(), n), [](const StepReport&) {});
   }
   // The collectives of one step, by kind.
+  StepReport last;
   std::map<std::string, int> step(int64_t s) {
     counted.calls.clear();
-    StepReport r = trainer->step(s);
-    REQUIRE(!r.skipped);
+    last = trainer->step(s);
+    REQUIRE(!last.skipped);
     return counted.calls;
   }
 };
@@ -83,5 +85,25 @@ TEST_CASE("one training step of a tensor-parallel group synchronises its ranks a
     INFO("step ", s, ": ", describe(calls));
     CHECK(calls == expected);
     CHECK(total(calls) == 12);
+  }
+}
+
+TEST_CASE("the gradient norm that travels with the monitor's row is the one process's, the same on every rank") {
+  // The norm is summed in rank order from the gathered squares: it must count every unit once
+  // (split parameters over the ranks, replicated ones once) and be bitwise equal on every rank,
+  // since all ranks clip by it and skip a step together.
+  std::unique_ptr<Communicator> single = make_single_process_communicator();
+  CountedRun alone(*single), spread;
+  alone.o.grad_clip = spread.o.grad_clip = 0;  // the norm is reported, nothing clipped
+  for (int64_t s = 0; s < 2; ++s) {
+    alone.step(s);
+    spread.step(s);
+    INFO("step ", s, ": one process ", alone.last.grad_norm, ", ", spread.counted.size(), " ranks ",
+         spread.last.grad_norm);
+    CHECK(spread.last.grad_norm == doctest::Approx(alone.last.grad_norm).epsilon(1e-5));
+    Tensor norms = Tensor::from_vector<double>({spread.last.grad_norm}, {1});
+    Tensor all = Tensor::empty({spread.counted.size(), 1}, DType::F64);
+    test::world().all_gather(norms, all);
+    for (double x : all.to_vector<double>()) CHECK(x == spread.last.grad_norm);
   }
 }
