@@ -4,6 +4,7 @@
 
 #include "bench/timer.h"
 #include "optim/clip.h"
+#include "parallel/comm/gather_rows.h"
 #include "parallel/dp/micro_batches.h"
 
 namespace flextp {
@@ -32,6 +33,30 @@ double Trainer::sum_over_replicas(double local) {
   Tensor t = Tensor::from_vector<double>({local}, {1});
   clock_.timed([&] { replicas_.comm->all_reduce(t, ReduceOp::Sum); });
   return t.item();
+}
+
+Trainer::Bookkeeping Trainer::exchange_bookkeeping(const GradSquares& squares) {
+  Bookkeeping out;
+  std::vector<std::vector<double>> rows;
+  // Timed, as any collective of the step: waiting here for a slower rank is waiting.
+  clock_.timed([&] {
+    // The clock has just closed its compute segment: its counters hold the step up to here, and
+    // its segments end at the step's sync points (the burst meter's).
+    out.compute_ms = clock_.compute_ms(), out.wait_ms = clock_.wait_ms();
+    std::vector<double> mine = balancer_.monitor_row(out.compute_ms + tail_.compute_ms, out.wait_ms + tail_.wait_ms,
+                                                     clock_.step_burst_ms());
+    mine.push_back(squares.split);
+    mine.push_back(squares.replicated);
+    rows = all_gather_rows(clock_.untimed(), mine);
+  });
+  std::vector<GradSquares> ranks;
+  for (std::vector<double>& row : rows) {
+    ranks.push_back({row[row.size() - 2], row.back()});
+    row.resize(row.size() - 2);
+  }
+  out.norm = norm_of(ranks);
+  out.monitor_rows = std::move(rows);
+  return out;
 }
 
 StepReport Trainer::step(int64_t step) {
@@ -66,18 +91,21 @@ StepReport Trainer::step(int64_t step) {
   const double windows_ms = clock_.compute_ms();  // the forward and backward of this replica's windows
   // Every rank sees the same loss and norm (both are reduced), so all skip a bad step together.
   // After the data-parallel sum every replica holds the whole gradient, so clipping's norm,
-  // reduced over the tensor-parallel group, is the global one.
+  // summed over the tensor-parallel group, is the global one.
+  GradSquares squares{NAN, NAN};
   if (std::isfinite(r.loss)) {
     if (sync_) {
       sync_->sum(params_, balancer_.partition());
       r.dp_sync = sync_->stats();
-      r.grad_norm = sync_->same_on_every_replica(grad_norm(params_, &clock_));
-      clip_to_norm(params_, o_.grad_clip, r.grad_norm);
-    } else {
-      r.grad_norm = clip_grad_norm(params_, o_.grad_clip, &clock_);
     }
+    squares = grad_squares(params_);
   } else if (sync_) {
     sync_->abandon();  // every replica skips this step: the started all-reduces are dropped
+  }
+  const Bookkeeping kept = exchange_bookkeeping(squares);
+  if (std::isfinite(r.loss)) {
+    r.grad_norm = sync_ ? sync_->same_on_every_replica(kept.norm) : kept.norm;
+    clip_to_norm(params_, o_.grad_clip, r.grad_norm);
   }
   r.skipped = !std::isfinite(r.grad_norm);
   if (!r.skipped) {
@@ -95,11 +123,12 @@ StepReport Trainer::step(int64_t step) {
                "); lower --lr or raise --grad-clip. The last good checkpoint is untouched",
                o_.save.empty() ? std::string(" (none was saved: no --save)") : ": see --save " + o_.save + " and its -step files");
   clock_.end_segment();
-  const double compute_ms = clock_.compute_ms(), wait_ms = clock_.wait_ms(), burst_ms = clock_.step_burst_ms();
+  // What the clock counted after the exchange goes on the next step's row.
+  tail_ = {clock_.compute_ms() - kept.compute_ms, clock_.wait_ms() - kept.wait_ms};
   // Each replica balances its own group from its own group's table: a slow rank moves (or skips)
   // units in its replica only. The gradient sum learns the other replicas' partitions when they
   // change (parallel/dp/gradient_sync.h); waiting there for a slower replica counts as waiting.
-  r.balance = balancer_.after_step(compute_ms, wait_ms, params_, opt_.slot_names(), burst_ms);
+  r.balance = balancer_.after_step(kept.monitor_rows, params_, opt_.slot_names());
   if (r.balance.work_changed) clock_.restart_bursts();  // the segments' means no longer hold
   if (several_replicas()) {  // the replicas' speeds of this step; the next step's shares
     r.replicas = shares_.after_step(clock_.untimed(), *replicas_.comm, windows_ms, windows.second,

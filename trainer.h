@@ -15,6 +15,7 @@
 #include "train_options.h"
 #include "data/batches.h"
 #include "nn/gpt.h"
+#include "optim/clip.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "parallel/balance/balancer.h"
@@ -78,6 +79,23 @@ class Trainer {
   Replicas replicas_;
   std::unique_ptr<GradientSync> sync_;  // with several replicas
   WindowShares shares_;                 // the windows of each replica
+
+  // The step's bookkeeping travels in one collective of the tensor-parallel group, after the
+  // backward (and the data-parallel sum): every rank's monitor row and the squares of its
+  // gradients (the norm, summed in rank order, the same on every rank). Under contention each
+  // collective waits for the slowest rank's next time slice, so one exchange, not two. The row
+  // holds the clock's counts up to the exchange plus the previous step's tail after it (the
+  // optimizer): over the steps every ms is counted once, as when the row travelled at the end.
+  struct Tail {
+    double compute_ms = 0, wait_ms = 0;
+  };
+  struct Bookkeeping {
+    double compute_ms = 0, wait_ms = 0;  // the clock's counts of this step at the exchange
+    double norm = NAN;
+    std::vector<std::vector<double>> monitor_rows;
+  };
+  Tail tail_;  // the clock's counts after the last step's exchange
+  Bookkeeping exchange_bookkeeping(const GradSquares& squares);
 
   bool several_replicas() const { return replicas_.comm && replicas_.comm->size() > 1; }
   double sum_over_replicas(double local);

@@ -3,11 +3,12 @@
 #include <cmath>
 
 #include "core/autograd.h"
+#include "core/error.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/reduce.h"
 
 namespace flextp {
-double grad_norm(const std::vector<Parameter*>& params, Communicator* comm) {
+GradSquares grad_squares(const std::vector<Parameter*>& params) {
   // Summed where the gradients live and read once: on a GPU one sync per step, not per parameter.
   NoGradGuard ng;
   Tensor split_sq, replicated_sq;
@@ -18,14 +19,24 @@ double grad_norm(const std::vector<Parameter*>& params, Communicator* comm) {
     Tensor sq = sum(mul(g, g));
     acc = acc.defined() ? add(acc, sq) : sq;
   }
-  double split = split_sq.defined() ? split_sq.item() : 0.0;
-  double replicated = replicated_sq.defined() ? replicated_sq.item() : 0.0;
+  return {split_sq.defined() ? split_sq.item() : 0.0, replicated_sq.defined() ? replicated_sq.item() : 0.0};
+}
+
+double norm_of(const std::vector<GradSquares>& ranks) {
+  FLEXTP_CHECK(!ranks.empty(), "a gradient norm needs the squares of at least one rank");
+  double split = ranks[0].split;
+  for (size_t r = 1; r < ranks.size(); ++r) split += ranks[r].split;
+  return std::sqrt(split + ranks[0].replicated);
+}
+
+double grad_norm(const std::vector<Parameter*>& params, Communicator* comm) {
+  GradSquares mine = grad_squares(params);
   if (comm && comm->size() > 1) {
-    Tensor t = Tensor::from_vector<double>({split}, {1});
+    Tensor t = Tensor::from_vector<double>({mine.split}, {1});
     comm->all_reduce(t);
-    split = t.item();
+    mine.split = t.item();
   }
-  return std::sqrt(split + replicated);
+  return norm_of({mine});
 }
 
 double clip_grad_norm(const std::vector<Parameter*>& params, double max_norm, Communicator* comm) {

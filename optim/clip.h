@@ -10,6 +10,15 @@
 
 namespace flextp {
 
+// This rank's sums of squared gradients: of its split parameters (to be summed over the
+// tensor-parallel ranks) and of the replicated ones (the same on every rank, taken once).
+struct GradSquares {
+  double split = 0, replicated = 0;
+};
+GradSquares grad_squares(const std::vector<Parameter*>& params);
+// The global norm from every rank's squares, `split` summed in rank order (the trainer gathers
+// them with its other bookkeeping in one collective: trainer.cpp).
+double norm_of(const std::vector<GradSquares>& ranks);
 // The L2 norm of all gradients (comm may be null for one process).
 double grad_norm(const std::vector<Parameter*>& params, Communicator* comm);
 // Scales gradients so that their global norm is at most max_norm; returns the norm before.

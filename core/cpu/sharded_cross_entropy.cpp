@@ -83,6 +83,29 @@ void sharded_ce_sums(const Tensor& logits, const Tensor& runs, const Tensor& row
   });
 }
 
+void sharded_ce_combine(const Tensor& gathered, Tensor& row_max, Tensor& sum_exp, Tensor& target_logit) {
+  detail::dispatch_float(gathered.dtype(), "cross-entropy combine", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t n = row_max.size(0), ranks = gathered.size(0) / 3;
+    const T* pg = gathered.data<T>();
+    T *pm = row_max.data<T>(), *ps = sum_exp.data<T>(), *pt = target_logit.data<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      T m = -std::numeric_limits<T>::infinity();
+      for (int64_t r = 0; r < ranks; ++r) m = std::max(m, pg[3 * r * n + i]);
+      double s = 0, t = 0;
+      for (int64_t r = 0; r < ranks; ++r) {
+        const T mr = pg[3 * r * n + i];
+        if (mr != -std::numeric_limits<T>::infinity())
+          s += static_cast<double>(pg[(3 * r + 1) * n + i]) * std::exp(static_cast<double>(mr) - static_cast<double>(m));
+        t += static_cast<double>(pg[(3 * r + 2) * n + i]);
+      }
+      pm[i] = m;
+      ps[i] = static_cast<T>(s);
+      pt[i] = static_cast<T>(t);
+    }
+  });
+}
+
 void sharded_ce_loss(const Tensor& row_max, const Tensor& sum_exp, const Tensor& target_logit,
                      const Tensor& counted, int64_t count, Tensor& lse, Tensor& loss) {
   detail::dispatch_float(row_max.dtype(), "cross-entropy loss", [&](auto tag) {

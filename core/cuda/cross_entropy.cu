@@ -74,6 +74,27 @@ __global__ void sharded_sums_kernel(const T* logits, const int32_t* runs, int64_
   }
 }
 
+// One thread per row: every rank's (max, sum of exp relative to it, target logit), combined in
+// rank order in f64 as the CPU's sharded_ce_combine does.
+template <typename T>
+__global__ void sharded_combine_kernel(const T* gathered, int64_t ranks, int64_t n, T* row_max_out, T* sum_exp,
+                                       T* target_logit) {
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  T m = -INFINITY;
+  for (int64_t r = 0; r < ranks; ++r) m = max(m, gathered[3 * r * n + i]);
+  double s = 0, t = 0;
+  for (int64_t r = 0; r < ranks; ++r) {
+    T mr = gathered[3 * r * n + i];
+    if (mr != T(-INFINITY))
+      s += static_cast<double>(gathered[(3 * r + 1) * n + i]) * exp(static_cast<double>(mr) - static_cast<double>(m));
+    t += static_cast<double>(gathered[(3 * r + 2) * n + i]);
+  }
+  row_max_out[i] = m;
+  sum_exp[i] = static_cast<T>(s);
+  target_logit[i] = static_cast<T>(t);
+}
+
 // One block: lse per row and the mean loss over the counted rows, summed in f64, on the device.
 template <typename T>
 __global__ void sharded_loss_kernel(const T* row_max_in, const T* sum_exp, const T* target_logit,
@@ -207,6 +228,18 @@ void sharded_ce_sums(const Tensor& logits, const Tensor& runs, const Tensor& row
                                                        sum_exp.data<T>(), target_logit.data<T>());
   });
   FLEXTP_CUDA_LAUNCHED("cross-entropy sums");
+}
+
+void sharded_ce_combine(const Tensor& gathered, Tensor& row_max_out, Tensor& sum_exp, Tensor& target_logit) {
+  int64_t n = row_max_out.size(0), ranks = gathered.size(0) / 3;
+  if (n == 0) return;
+  dispatch_float(gathered.dtype(), "cross-entropy combine", [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int kThreads = 256;
+    sharded_combine_kernel<T><<<(n + kThreads - 1) / kThreads, kThreads, 0, stream()>>>(
+        gathered.data<T>(), ranks, n, row_max_out.data<T>(), sum_exp.data<T>(), target_logit.data<T>());
+  });
+  FLEXTP_CUDA_LAUNCHED("cross-entropy combine");
 }
 
 void sharded_ce_loss(const Tensor& row_max_in, const Tensor& sum_exp, const Tensor& target_logit,

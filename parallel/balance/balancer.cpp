@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "parallel/balance/active_units.h"
+#include "parallel/comm/gather_rows.h"
 
 namespace flextp {
 
@@ -105,9 +106,18 @@ void Balancer::observe_settling() {
   after_move_ms_.clear();
 }
 
+std::vector<double> Balancer::monitor_row(double compute_ms, double wait_ms, double burst_ms) const {
+  return Monitor::row(compute_ms, wait_ms, work_of(comm_.rank()), unit_counts(comm_.rank()), burst_ms);
+}
+
 BalanceStep Balancer::after_step(double compute_ms, double wait_ms, const std::vector<Parameter*>& params,
                                  const std::vector<std::string>& slots, double burst_ms) {
-  monitor_.record(comm_, compute_ms, wait_ms, work_of(comm_.rank()), unit_counts(comm_.rank()), burst_ms);
+  return after_step(all_gather_rows(comm_, monitor_row(compute_ms, wait_ms, burst_ms)), params, slots);
+}
+
+BalanceStep Balancer::after_step(const std::vector<std::vector<double>>& rows, const std::vector<Parameter*>& params,
+                                 const std::vector<std::string>& slots) {
+  monitor_.ingest(rows);
   ++since_move_;
   observe_settling();
   Observation seen{monitor_.samples(), comm_.rank(), monitor_.table(), monitor_.speeds(), monitor_.fast_speeds(),

@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "core/error.h"
+#include "parallel/comm/gather_rows.h"
 
 namespace flextp {
 
@@ -30,18 +31,23 @@ std::vector<double> Monitor::row(double compute_ms, double wait_ms, double work,
 
 void Monitor::record(Communicator& comm, double compute_ms, double wait_ms, double work, const UnitCounts& units,
                      double burst_ms) {
-  FLEXTP_CHECK(std::isfinite(burst_ms) && burst_ms >= 0, "the monitor got a burst of ", burst_ms, " ms");
-  const int n = static_cast<int>(rows_.size()), width = kRowWidth;
-  std::vector<double> mine = row(compute_ms, wait_ms, work, units, burst_ms);
-  Tensor in = Tensor::from_vector(mine, {1, width}), all = Tensor::empty({n, width}, DType::F64);
-  comm.all_gather(in, all);
-  std::vector<double> t = all.to_vector<double>();
+  ingest(all_gather_rows(comm, row(compute_ms, wait_ms, work, units, burst_ms)));
+}
+
+void Monitor::ingest(const std::vector<std::vector<double>>& rows) {
+  const int n = static_cast<int>(rows_.size());
+  FLEXTP_CHECK(static_cast<int>(rows.size()) == n, "the monitor of ", n, " ranks got ", rows.size(), " rows");
   for (int r = 0; r < n; ++r) {
+    FLEXTP_CHECK(rows[r].size() == static_cast<size_t>(kRowWidth), "the monitor got a row of ", rows[r].size(),
+                 " values from rank ", r, ", not ", kRowWidth);
+    const double* t = rows[r].data();
+    const double burst_ms = t[kRowWidth - 1];
+    FLEXTP_CHECK(std::isfinite(burst_ms) && burst_ms >= 0, "the monitor got a burst of ", burst_ms, " ms");
     RankRow& row = rows_[r];
-    row.compute_ms = t[r * width];
-    row.wait_ms = t[r * width + 1];
-    row.work = t[r * width + 2];
-    const double* counts = t.data() + r * width + 3;
+    row.compute_ms = t[0];
+    row.wait_ms = t[1];
+    row.work = t[2];
+    const double* counts = t + 3;
     for (UnitKind k : kUnitKinds) row.units.held[k] = static_cast<int64_t>(*counts++);
     row.units.skipped = static_cast<int64_t>(*counts++);
     // Bursts come and go by nature: always the average, never the persistence rule of speeds.

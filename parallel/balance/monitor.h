@@ -34,6 +34,9 @@ class Monitor {
   Monitor(int ranks, int window, double jump = 0.25);
   void record(Communicator& comm, double compute_ms, double wait_ms, double work, const UnitCounts& units,
               double burst_ms = 0);
+  // Every rank's row, as `row` makes them, in rank order: what record gathers (the trainer
+  // gathers them with other bookkeeping in one collective and hands them over here).
+  void ingest(const std::vector<std::vector<double>>& rows);
   // One rank's row of the all-gathered table (what a test plays for the other ranks).
   static std::vector<double> row(double compute_ms, double wait_ms, double work, const UnitCounts& units,
                                  double burst_ms = 0);

@@ -82,10 +82,11 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   Tensor counted_t = Tensor::from_vector(counted, {n}).to(dt).to(dev);
   const std::vector<int32_t>& rr = layout.real_runs();
   Tensor runs = Tensor::from_vector(rr, {static_cast<int64_t>(rr.size() / 2), 2}, dev);
-  Tensor sums = Tensor::empty({2, n}, dt, dev);  // [sum_exp; target_logit]: one all-reduce
-  Tensor sum_exp = view_as(slice_rows(sums.detach(), 0, 1), {n});
-  Tensor target_logit = view_as(slice_rows(sums.detach(), 1, 1), {n});
-  Tensor row_max = Tensor::empty({n}, dt, dev);
+  // [row_max; sum_exp; target_logit]: this rank's statistics travel together, once.
+  Tensor stats = Tensor::empty({3, n}, dt, dev);
+  Tensor row_max = view_as(slice_rows(stats.detach(), 0, 1), {n});
+  Tensor sum_exp = view_as(slice_rows(stats.detach(), 1, 1), {n});
+  Tensor target_logit = view_as(slice_rows(stats.detach(), 2, 1), {n});
   Tensor lse = Tensor::empty({n}, dt, dev), loss = Tensor::empty({}, dt, dev);
   // On the CPU the one pass pays where the logits come from memory: with logits in cache (the
   // default model's 2048 x 256) writing the probabilities costs more than reading the logits
@@ -110,11 +111,15 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
            });
     return loss;
   }
-  // max over all ranks' columns, then the sums of exp and the target logit over all ranks.
+  // This rank's max, its sum of exp relative to that max and its target logits; with several
+  // ranks, every rank's travel in one all-gather and each rank combines them in rank order.
   FLEXTP_DISPATCH(dev, sharded_ce_row_max, logits, runs, row_max);
-  if (comm) comm->all_reduce(row_max, ReduceOp::Max);
   FLEXTP_DISPATCH(dev, sharded_ce_sums, logits, runs, row_max, local_target, sum_exp, target_logit);
-  if (comm) comm->all_reduce(sums);
+  if (comm && comm->size() > 1) {
+    Tensor all = Tensor::empty({3 * comm->size(), n}, dt, dev);
+    comm->all_gather(stats, all);
+    FLEXTP_DISPATCH(dev, sharded_ce_combine, all, row_max, sum_exp, target_logit);
+  }
   FLEXTP_DISPATCH(dev, sharded_ce_loss, row_max, sum_exp, target_logit, counted_t, count, lse, loss);
   Tensor ld = logits.detach();
   record("vocab_parallel_cross_entropy", loss, {logits},

@@ -44,10 +44,12 @@ Tensor vocab_parallel_embedding(const Tensor& ids, const Tensor& table, const Vo
 // columns [N, Vl] (in the layout's local order) and the global targets [N] (on any device: they
 // are read on the host, as inputs). Every rank gets the same loss; the backward gives each rank
 // the gradient of its own columns. Padded columns take no part and get zero gradient.
-// The row maxima, sums and log-sum-exp stay on the logits' device; two all-reduces per loss,
-// the fewest that all-reduce can do: the max (every rank's exp needs the global max, or a sum of
-// exps may overflow), then the sums of exp and the target logits packed in one buffer.
-// With one rank (no all-reduce between the passes) and a backward to come, the loss and the
+// The row maxima, sums and log-sum-exp stay on the logits' device; one collective per loss: each
+// rank's row maxima, sums of exp relative to its own maxima and target logits travel together in
+// one all-gather, and every rank combines them in rank order (sharded_ce_combine: no exp that
+// can overflow), so every rank gets the same loss. (Two all-reduces, the max and then the sums
+// relative to it, would wait twice for the slowest rank.)
+// With one rank (no exchange between the passes) and a backward to come, the loss and the
 // probabilities can come from one pass over the logits, the backward then only scaling the
 // probabilities (bitwise the same values): Auto does so on a GPU, and on the CPU where the
 // logits are too big for the cache; One and Two force a way (tests, benchmarks).
