@@ -99,7 +99,7 @@ StepReport Trainer::step(int64_t step) {
   // Each replica balances its own group from its own group's table: a slow rank moves (or skips)
   // units in its replica only. The gradient sum learns the other replicas' partitions when they
   // change (parallel/dp/gradient_sync.h); waiting there for a slower replica counts as waiting.
-  r.balance = balancer_.after_step(compute_ms, wait_ms, params_, opt_.slot_names(), burst_ms);
+  r.balance = balancer_.after_step(compute_ms, wait_ms, params_, opt_.slot_names(), burst_ms, clock_.syncs());
   if (r.balance.work_changed) clock_.restart_bursts();  // the segments' means no longer hold
   if (several_replicas()) {  // the replicas' speeds of this step; the next step's shares
     r.replicas = shares_.after_step(clock_.untimed(), *replicas_.comm, windows_ms, windows.second,

@@ -106,8 +106,8 @@ void Balancer::observe_settling() {
 }
 
 BalanceStep Balancer::after_step(double compute_ms, double wait_ms, const std::vector<Parameter*>& params,
-                                 const std::vector<std::string>& slots, double burst_ms) {
-  monitor_.record(comm_, compute_ms, wait_ms, work_of(comm_.rank()), unit_counts(comm_.rank()), burst_ms);
+                                 const std::vector<std::string>& slots, double burst_ms, const SyncLedger& syncs) {
+  monitor_.record(comm_, compute_ms, wait_ms, work_of(comm_.rank()), unit_counts(comm_.rank()), burst_ms, syncs);
   ++since_move_;
   observe_settling();
   Observation seen{monitor_.samples(), comm_.rank(), monitor_.table(), monitor_.speeds(), monitor_.fast_speeds(),

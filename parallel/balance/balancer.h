@@ -40,9 +40,11 @@ class Balancer {
   // With a policy of one's own, registered or not.
   Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition initial, UnitCosts costs,
            CommCostModel comm_model, BalanceOptions o, std::unique_ptr<BalancePolicy> policy);
-  // burst_ms: this rank's burst in the step (StepClock::step_burst_ms; 0 where unmeasured).
+  // burst_ms: this rank's burst in the step (StepClock::step_burst_ms; 0 where unmeasured);
+  // syncs: its collectives (StepClock::syncs; none where unmeasured).
   BalanceStep after_step(double compute_ms, double wait_ms, const std::vector<Parameter*>& params,
-                         const std::vector<std::string>& slots, double burst_ms = 0);
+                         const std::vector<std::string>& slots, double burst_ms = 0,
+                         const SyncLedger& syncs = SyncLedger());
   // With data parallelism: the replicas as measured after a step, for the next decision (the
   // trainer's WindowShares gathers them after after_step).
   void observe_replicas(ReplicaView replicas) { replicas_ = std::move(replicas); }
