@@ -51,6 +51,18 @@ def intrinsic_ms(rows, start):
     return statistics.mean(own)
 
 
+def after_arrivals_ms(rows, start):
+    """Each rank's time descheduled inside collectives after the others had arrived, the median over
+    the steps: as the planner takes it (descheduled_of in parallel/balance/monitor.cpp), its time off
+    spread evenly over its wait, the others' lateness taken out."""
+    n = len(rows[0]["ranks"])
+
+    def one(r, i):
+        me, late = r["ranks"][i], sum(r["ranks"][j]["late_ms"] for j in range(n) if j != i)
+        return me["descheduled_ms"] * max(0.0, me["wait_ms"] - late) / me["wait_ms"] if me["wait_ms"] > 0 else me["descheduled_ms"]
+    return [statistics.median(one(r, i) for r in rows[start:]) for i in range(n)]
+
+
 def option(args, flag, default):
     return args[args.index(flag) + 1] if flag in args else default
 
@@ -90,7 +102,7 @@ def main():
             mig = run(f"mig_{name}_{i}", slow + ["--balance", "migrate"], bind)
             compute = per_rank_median(even, settle, "compute_ms")
             burst, hold = per_rank_median(even, settle, "burst_ms"), per_rank_median(even, settle, "hold_ms")
-            off = per_rank_median(even, settle, "descheduled_ms")
+            off = after_arrivals_ms(even, settle)
             cmd = [os.path.join(a.build, "bench_simulate"), "--predict",
                    "--compute-ms", ",".join(f"{x:.4f}" for x in compute),
                    "--burst-ms", ",".join(f"{x:.4f}" for x in burst), "--hold-ms", ",".join(f"{x:.4f}" for x in hold),

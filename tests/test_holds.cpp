@@ -190,3 +190,13 @@ TEST_CASE("a large hold makes the planner keep a bursty rank's head start small"
   CHECK(plan.burst_wait_ms == doctest::Approx(4.0 + 8.0));
   CHECK(plan.after_ms == doctest::Approx(predicted_step_ms(by_speed, speed, costs(), burst, hold)));
 }
+
+TEST_CASE("the planner's descheduled time leaves out what a rank was off while it waited for the others' arrival") {
+  std::vector<RankRow> table(2);
+  table[0].wait_ms = 10, table[0].descheduled_ms = 4;  // first: waited 6 ms for rank 1's arrival
+  table[1].late_ms = 6;
+  table[1].wait_ms = 5, table[1].descheduled_ms = 5;  // last: all of its wait came after the arrivals
+  std::vector<double> d = descheduled_of(table);
+  CHECK(d[0] == doctest::Approx(4.0 * (10 - 6) / 10));
+  CHECK(d[1] == 5.0);
+}

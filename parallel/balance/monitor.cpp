@@ -98,8 +98,17 @@ std::vector<double> holds_of(const std::vector<RankRow>& table) {
 }
 
 std::vector<double> descheduled_of(const std::vector<RankRow>& table) {
+  // What costs the others is the time off after the last rank arrived; a rank that waited for
+  // the others' arrivals (their lateness) was off part of that wait at no one's cost. Its time
+  // off is taken as spread evenly over its wait.
   std::vector<double> d;
-  for (const RankRow& r : table) d.push_back(r.descheduled_ms);
+  for (size_t r = 0; r < table.size(); ++r) {
+    double others_late = 0;
+    for (size_t j = 0; j < table.size(); ++j)
+      if (j != r) others_late += table[j].late_ms;
+    const double wait = table[r].wait_ms;
+    d.push_back(wait > 0 ? table[r].descheduled_ms * std::max(0.0, wait - others_late) / wait : table[r].descheduled_ms);
+  }
   return d;
 }
 

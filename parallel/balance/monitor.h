@@ -36,8 +36,9 @@ struct RankRow {
 
 // Every rank's smoothed burst per step in a table, ms (what the planner adds to its cost).
 std::vector<double> bursts_of(const std::vector<RankRow>& table);
-// Every rank's smoothed hold and descheduled time per step, ms (what the planner charges where it
-// is first, and where it is last).
+// Every rank's smoothed hold, and its descheduled time per step that fell after the others had
+// arrived (its time off spread evenly over its wait, the others' lateness taken out), ms: what
+// the planner charges where it is first, and where it is last.
 std::vector<double> holds_of(const std::vector<RankRow>& table);
 std::vector<double> descheduled_of(const std::vector<RankRow>& table);
 
