@@ -5,13 +5,15 @@
 //  2. Predicts step time under the even split, migration and the ideal bound for 8 to 64 ranks
 //     of a GPT-2-medium-sized model (24 layers, 16 heads, n_embd 1024, batch 8 x 1024) with
 //     speed traces: one rank 2x slower, a quarter of the ranks 2x slower, and log-normal speeds.
-//  3. --predict: one measured case (bench/predict.py runs them): from the per-rank compute times
-//     and bursts measured in the even split, and the time outside compute, the even split's and
-//     migration's step as the planner models them (its target with the bursts), as one JSON line.
+//  3. --predict: one measured case (bench/predict.py runs them): from the per-rank compute times,
+//     bursts, holds and descheduled times measured in the even split, and the time outside
+//     compute, the even split's and migration's step as the planner models them (the partition
+//     --balance migrate's planner ends in: its target, or the even split where the move does not
+//     pay), as one JSON line.
 //
 //   bench_simulate [--measured docs/hetero.json] [--bandwidth-gbs 25] [--latency-us 10]
 //   bench_simulate --grid [...]: data x tensor parallel grids instead (bench/simulate_grid.cpp)
-//   bench_simulate --predict --compute-ms 70,140 --burst-ms 0,4 --other-ms 30
+//   bench_simulate --predict --compute-ms 70,140 --burst-ms 0,4 [--hold-ms 0,20 --descheduled-ms 0,30] --other-ms 30
 //                  [--n-layer 4 --n-head 4 --n-embd 128 --vocab 256 --mlp-unit 32 --batch 16 --seq-len 128]
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -55,11 +57,18 @@ double allreduce_ms(double bytes, int n, double gbs, double latency_us) {
 // Mode 3: the measured even split's per-rank compute and bursts -> the predicted even and migrated
 // steps, as the migrate policy would plan them.
 int predict_measured(const GPTConfig& c, int64_t batch, int64_t seq, const std::vector<double>& compute_ms,
-                     std::vector<double> burst_ms, double other_ms) {
+                     std::vector<double> burst_ms, std::vector<double> hold_ms,
+                     std::vector<double> descheduled_ms, double other_ms) {
   const int n = static_cast<int>(compute_ms.size());
   FLEXTP_CHECK(n >= 1, "--predict needs --compute-ms, one per rank");
   if (burst_ms.empty()) burst_ms.assign(n, 0.0);
+  if (hold_ms.empty()) hold_ms.assign(n, 0.0);
+  if (descheduled_ms.empty()) descheduled_ms.assign(n, 0.0);
+  FLEXTP_CHECK(static_cast<int>(descheduled_ms.size()) == n, "--descheduled-ms has ", descheduled_ms.size(),
+               " values for ", n, " ranks (--compute-ms)");
   FLEXTP_CHECK(static_cast<int>(burst_ms.size()) == n, "--burst-ms has ", burst_ms.size(), " values for ", n,
+               " ranks (--compute-ms)");
+  FLEXTP_CHECK(static_cast<int>(hold_ms.size()) == n, "--hold-ms has ", hold_ms.size(), " values for ", n,
                " ranks (--compute-ms)");
   UnitCosts costs = gpt_unit_costs(c, batch, seq, 2);
   Partition even = Partition::even(unit_groups(c), n);
@@ -68,12 +77,17 @@ int predict_measured(const GPTConfig& c, int64_t batch, int64_t seq, const std::
     FLEXTP_CHECK(compute_ms[r] > 0, "--compute-ms must be positive, got ", compute_ms[r]);
     speed.push_back(work[r] / compute_ms[r]);
   }
-  Partition target = burst_aware_partition(even, speed, costs, burst_ms);
-  nlohmann::json out = {{"even", predicted_step_ms(even, speed, costs, burst_ms) + other_ms},
-                        {"migrate", predicted_step_ms(target, speed, costs, burst_ms) + other_ms},
+  CommCostModel free;  // what moving costs barely matters over the planner's horizon
+  free.fits["p2p"] = {0.0, 0.0};
+  Partition target =
+      plan_migration(even, speed, costs, free, PlannerOptions{}, burst_ms, hold_ms, descheduled_ms).target;
+  auto step = [&](const Partition& p) { return predicted_step_ms(p, speed, costs, burst_ms, hold_ms, descheduled_ms); };
+  auto waits = [&](const Partition& p) { return burst_wait_ms(p, speed, costs, burst_ms, hold_ms, descheduled_ms); };
+  nlohmann::json out = {{"even", step(even) + other_ms},
+                        {"migrate", step(target) + other_ms},
                         {"ideal", ideal_step_ms(even, speed, costs) + other_ms},
-                        {"burst_wait_even", burst_wait_ms(even, speed, costs, burst_ms)},
-                        {"burst_wait_migrate", burst_wait_ms(target, speed, costs, burst_ms)},
+                        {"burst_wait_even", waits(even)},
+                        {"burst_wait_migrate", waits(target)},
                         {"target", target.str()}};
   std::printf("%s\n", out.dump().c_str());
   return 0;
@@ -92,7 +106,7 @@ int main(int argc, char** argv) {
   app.add_option("--latency-us", latency_us, "link latency, microseconds")->check(CLI::NonNegativeNumber);
   app.footer("--grid: data x tensor parallel grids instead (bench_simulate --grid --help)");
   bool predict_mode = false;
-  std::vector<double> compute_ms, burst_ms;
+  std::vector<double> compute_ms, burst_ms, hold_ms, descheduled_ms;
   double other_ms = 0;
   GPTConfig measured_model;  // train's defaults
   int64_t measured_batch = 16, measured_seq = 128;
@@ -100,6 +114,13 @@ int main(int argc, char** argv) {
   app.add_option("--compute-ms", compute_ms, "--predict: each rank's compute ms per step in the even split")
       ->delimiter(',');
   app.add_option("--burst-ms", burst_ms, "--predict: each rank's burst ms per step in the even split (default 0)")
+      ->delimiter(',');
+  app.add_option("--hold-ms", hold_ms,
+                 "--predict: each rank's hold ms per step in the even split (the metrics' hold_ms; default 0)")
+      ->delimiter(',');
+  app.add_option("--descheduled-ms", descheduled_ms,
+                 "--predict: each rank's ms descheduled inside collectives per step in the even split (the metrics' "
+                 "descheduled_ms; default 0)")
       ->delimiter(',');
   app.add_option("--other-ms", other_ms, "--predict: ms per step outside compute")->check(CLI::NonNegativeNumber);
   app.add_option("--n-layer", measured_model.n_layer, "--predict: the model trained")->check(CLI::PositiveNumber);
@@ -113,7 +134,8 @@ int main(int argc, char** argv) {
   if (predict_mode) {
     measured_model.n_positions = measured_seq;
     try {
-      return predict_measured(measured_model, measured_batch, measured_seq, compute_ms, burst_ms, other_ms);
+      return predict_measured(measured_model, measured_batch, measured_seq, compute_ms, burst_ms, hold_ms,
+                              descheduled_ms, other_ms);
     } catch (const Error& e) {
       std::fprintf(stderr, "bench_simulate: %s\n", e.what());
       return 1;

@@ -297,3 +297,19 @@ TEST_CASE("migrate gives a bursty rank fewer units than its mean speed says; non
   auto hybrid = policy("hybrid", 0);
   for (int i = 0; i < 3; ++i) CHECK(hybrid->decide(s.at({1, 1})).action == Action::keep);
 }
+
+TEST_CASE("none and migrate count the holds and descheduled time of a rank's slices") {
+  Seen s;
+  s.rows[0].burst_ms = 1;
+  s.rows[0].hold_ms = 4;  // were it first at every sync point, the others would wait 4 ms a step
+  s.rows[0].descheduled_ms = 6;  // and where it is last, 6 ms
+  // Evenly split at equal speeds it is first at half of them.
+  Decision none = policy("none")->decide(s.at({1, 1}));
+  CHECK(none.plan.burst_wait_ms == doctest::Approx(1.0 + 2.0 + 3.0));
+  const std::vector<double> speed{0.5 * s.base, s.base};
+  Decision d = policy("migrate")->decide(s.at({0.5, 1}));
+  CHECK(d.plan.target == burst_aware_partition(s.partition, speed, s.costs, {1, 0}, {4, 0}, {6, 0}));
+  CHECK(d.plan.burst_wait_ms ==
+        doctest::Approx(burst_wait_ms(d.plan.target, speed, s.costs, {1, 0}, {4, 0}, {6, 0})));
+  CHECK(d.plan.burst_wait_ms > burst_wait_ms(d.plan.target, speed, s.costs, {1, 0}));
+}

@@ -1,5 +1,6 @@
 #include "parallel/balance/monitor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 
@@ -11,8 +12,9 @@ namespace flextp {
 namespace {
 
 // A row on the wire: the times and the work, the units held of each kind (in kUnitKinds order),
-// the units skipped, then the step's burst.
-constexpr int kRowWidth = 3 + static_cast<int>(std::size(kUnitKinds)) + 2;
+// the units skipped, the ms descheduled inside collectives, the hold, the number of sync points
+// with their arrivals in kSyncSlots slots (the unused ones 0), then the step's burst.
+constexpr int kRowWidth = 3 + static_cast<int>(std::size(kUnitKinds)) + 1 + 3 + Monitor::kSyncSlots + 1;
 
 }  // namespace
 
@@ -21,22 +23,33 @@ Monitor::Monitor(int ranks, int window, double jump) : rows_(ranks), alpha_(2.0 
 }
 
 std::vector<double> Monitor::row(double compute_ms, double wait_ms, double work, const UnitCounts& units,
-                                 double burst_ms) {
+                                 double burst_ms, const SyncLedger& syncs) {
   std::vector<double> row{compute_ms, wait_ms, work};
   for (UnitKind k : kUnitKinds) row.push_back(static_cast<double>(units.held.at(k)));
   row.push_back(static_cast<double>(units.skipped));
+  row.push_back(syncs.descheduled_ms());
+  row.push_back(syncs.hold_ms());
+  const std::vector<double>& arrival = syncs.arrival_ms();
+  const size_t points = std::min<size_t>(arrival.size(), kSyncSlots);
+  row.push_back(static_cast<double>(points));
+  row.insert(row.end(), arrival.begin(), arrival.begin() + static_cast<std::ptrdiff_t>(points));
+  row.resize(row.size() + (kSyncSlots - points), 0.0);
   row.push_back(burst_ms);
   return row;
 }
 
 void Monitor::record(Communicator& comm, double compute_ms, double wait_ms, double work, const UnitCounts& units,
-                     double burst_ms) {
-  ingest(all_gather_rows(comm, row(compute_ms, wait_ms, work, units, burst_ms)));
+                     double burst_ms, const SyncLedger& syncs) {
+  ingest(all_gather_rows(comm, row(compute_ms, wait_ms, work, units, burst_ms, syncs)));
 }
 
 void Monitor::ingest(const std::vector<std::vector<double>>& rows) {
   const int n = static_cast<int>(rows_.size());
   FLEXTP_CHECK(static_cast<int>(rows.size()) == n, "the monitor of ", n, " ranks got ", rows.size(), " rows");
+  // Bursts, descheduling and lateness come and go by nature: always the average, never the
+  // persistence rule of speeds.
+  auto smooth = [&](double& average, double x) { average = samples_ == 0 ? x : alpha_ * x + (1 - alpha_) * average; };
+  std::vector<std::vector<double>> arrivals(n);
   for (int r = 0; r < n; ++r) {
     FLEXTP_CHECK(rows[r].size() == static_cast<size_t>(kRowWidth), "the monitor got a row of ", rows[r].size(),
                  " values from rank ", r, ", not ", kRowWidth);
@@ -50,8 +63,14 @@ void Monitor::ingest(const std::vector<std::vector<double>>& rows) {
     const double* counts = t + 3;
     for (UnitKind k : kUnitKinds) row.units.held[k] = static_cast<int64_t>(*counts++);
     row.units.skipped = static_cast<int64_t>(*counts++);
-    // Bursts come and go by nature: always the average, never the persistence rule of speeds.
-    row.burst_ms = samples_ == 0 ? *counts : alpha_ * *counts + (1 - alpha_) * row.burst_ms;
+    smooth(row.descheduled_ms, *counts++);
+    smooth(row.hold_ms, *counts++);
+    row.collectives = static_cast<int64_t>(*counts++);
+    FLEXTP_CHECK(row.collectives >= 0 && row.collectives <= kSyncSlots, "the monitor got ", row.collectives,
+                 " sync points from rank ", r, " (at most ", kSyncSlots, ")");
+    arrivals[r].assign(counts, counts + row.collectives);
+    counts += kSyncSlots;
+    smooth(row.burst_ms, burst_ms);
     double speed = row.compute_ms > 0 ? row.work / row.compute_ms : row.speed;
     auto off = [&](double x) { return x > row.speed * (1 + jump_) ? 1 : x < row.speed * (1 - jump_) ? -1 : 0; };
     bool persistent = samples_ >= 2 && off(speed) != 0 && off(speed) == off(row.last_raw);
@@ -61,6 +80,8 @@ void Monitor::ingest(const std::vector<std::vector<double>>& rows) {
       row.speed = alpha_ * speed + (1 - alpha_) * row.speed;
     row.last_raw = speed;
   }
+  std::vector<double> late = lateness_ms(arrivals);
+  for (int r = 0; r < n; ++r) smooth(rows_[r].late_ms, late[r]);
   ++samples_;
 }
 
@@ -74,6 +95,27 @@ std::vector<double> bursts_of(const std::vector<RankRow>& table) {
   std::vector<double> b;
   for (const RankRow& r : table) b.push_back(r.burst_ms);
   return b;
+}
+
+std::vector<double> holds_of(const std::vector<RankRow>& table) {
+  std::vector<double> h;
+  for (const RankRow& r : table) h.push_back(r.hold_ms);
+  return h;
+}
+
+std::vector<double> descheduled_of(const std::vector<RankRow>& table) {
+  // What costs the others is the time off after the last rank arrived; a rank that waited for
+  // the others' arrivals (their lateness) was off part of that wait at no one's cost. Its time
+  // off is taken as spread evenly over its wait.
+  std::vector<double> d;
+  for (size_t r = 0; r < table.size(); ++r) {
+    double others_late = 0;
+    for (size_t j = 0; j < table.size(); ++j)
+      if (j != r) others_late += table[j].late_ms;
+    const double wait = table[r].wait_ms;
+    d.push_back(wait > 0 ? table[r].descheduled_ms * std::max(0.0, wait - others_late) / wait : table[r].descheduled_ms);
+  }
+  return d;
 }
 
 std::vector<double> Monitor::fast_speeds() const {

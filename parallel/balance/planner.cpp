@@ -44,42 +44,56 @@ double ideal_step_ms(const Partition& p, const std::vector<double>& speed, const
 
 namespace {
 
-// Bursts given per rank (or none at all), each finite and >= 0.
-bool has_bursts(const std::vector<double>& burst_ms, int ranks) {
+// Bursts (or holds) given per rank (or none at all), each finite and >= 0.
+bool has_bursts(const std::vector<double>& burst_ms, int ranks, const char* what = "bursts") {
   if (burst_ms.empty()) return false;
-  FLEXTP_CHECK(static_cast<int>(burst_ms.size()) == ranks, "planner: ", burst_ms.size(), " bursts for ", ranks,
+  FLEXTP_CHECK(static_cast<int>(burst_ms.size()) == ranks, "planner: ", burst_ms.size(), " ", what, " for ", ranks,
                " ranks");
   bool any = false;
   for (double b : burst_ms) {
-    FLEXTP_CHECK(std::isfinite(b) && b >= 0, "planner: bursts must be finite and >= 0 ms, got ", b);
+    FLEXTP_CHECK(std::isfinite(b) && b >= 0, "planner: ", what, " must be finite and >= 0 ms, got ", b);
     any = any || b > 0;
   }
   return any;
 }
 
+// The share of sync points at which a rank whose mean time is `gap` ms behind the others' (ahead
+// when < 0), with arrivals spread by its burst, arrives first (planner.h).
+double first_share(double gap, double burst) {
+  if (burst <= 0) return gap < 0 ? 1.0 : gap > 0 ? 0.0 : 0.5;
+  return std::clamp(0.5 - gap / (4 * burst), 0.0, 1.0);
+}
+
 }  // namespace
 
 double burst_wait_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c,
-                     const std::vector<double>& burst_ms) {
+                     const std::vector<double>& burst_ms, const std::vector<double>& hold_ms,
+                     const std::vector<double>& descheduled_ms) {
   const int n = p.ranks();
-  if (!has_bursts(burst_ms, n) || n < 2) return 0.0;  // one rank waits for no one
+  const bool bursts = has_bursts(burst_ms, n), holds = has_bursts(hold_ms, n, "holds"),
+             off = has_bursts(descheduled_ms, n, "descheduled times");
+  if ((!bursts && !holds && !off) || n < 2) return 0.0;  // one rank waits for no one
   // Each rank's mean time on its units: the replicated work is on every rank's path at the
   // slowest rank's speed (predicted_step_ms), so it moves no rank's arrival against another's.
   std::vector<double> work = rank_work(p, c), mean(n);
   for (int r = 0; r < n; ++r) mean[r] = (work[r] - c.replicated_work) / std::max(speed[r], 1e-30);
-  double wait = 0;
+  double late = 0, sliced = 0;  // the worst burst's waits; the slices', added over the ranks
   for (int r = 0; r < n; ++r) {
     double others = 0;
     for (int j = 0; j < n; ++j)
       if (j != r) others = std::max(others, mean[j]);
-    wait = std::max(wait, burst_ms[r] - std::abs(mean[r] - others) / 2);
+    const double burst = bursts ? burst_ms[r] : 0.0, gap = mean[r] - others, first = first_share(gap, burst);
+    late = std::max(late, burst - std::abs(gap) / 2);
+    if (holds) sliced += first * hold_ms[r];
+    if (off) sliced += (1 - first) * descheduled_ms[r];
   }
-  return wait;
+  return late + sliced;
 }
 
 double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c,
-                         const std::vector<double>& burst_ms) {
-  return predicted_step_ms(p, speed, c) + burst_wait_ms(p, speed, c, burst_ms);
+                         const std::vector<double>& burst_ms, const std::vector<double>& hold_ms,
+                         const std::vector<double>& descheduled_ms) {
+  return predicted_step_ms(p, speed, c) + burst_wait_ms(p, speed, c, burst_ms, hold_ms, descheduled_ms);
 }
 
 Partition balanced_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c) {
@@ -138,26 +152,28 @@ Partition balanced_partition(const Partition& current, const std::vector<double>
 }
 
 Partition burst_aware_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
-                                const std::vector<double>& burst_ms) {
+                                const std::vector<double>& burst_ms, const std::vector<double>& hold_ms,
+                                const std::vector<double>& descheduled_ms) {
   Partition best = balanced_partition(current, speed, c);
   if (!has_bursts(burst_ms, current.ranks())) return best;
-  double best_ms = predicted_step_ms(best, speed, c, burst_ms);
+  double best_ms = predicted_step_ms(best, speed, c, burst_ms, hold_ms, descheduled_ms);
   for (double times : {1.0, 2.0}) {
     std::vector<double> start;
     for (double b : burst_ms) start.push_back(times * b);
     Partition t = balanced_partition(current, speed, c, start);
-    double ms = predicted_step_ms(t, speed, c, burst_ms);
+    double ms = predicted_step_ms(t, speed, c, burst_ms, hold_ms, descheduled_ms);
     if (ms < best_ms) best = t, best_ms = ms;  // ties keep the smaller head start
   }
   return best;
 }
 
 Plan plan_migration(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
-                    const CommCostModel& comm, const PlannerOptions& o, const std::vector<double>& burst_ms) {
+                    const CommCostModel& comm, const PlannerOptions& o, const std::vector<double>& burst_ms,
+                    const std::vector<double>& hold_ms, const std::vector<double>& descheduled_ms) {
   Plan plan;
-  plan.target = burst_aware_partition(current, speed, c, burst_ms);
-  plan.now_ms = predicted_step_ms(current, speed, c, burst_ms);
-  plan.burst_wait_ms = burst_wait_ms(plan.target, speed, c, burst_ms);
+  plan.target = burst_aware_partition(current, speed, c, burst_ms, hold_ms, descheduled_ms);
+  plan.now_ms = predicted_step_ms(current, speed, c, burst_ms, hold_ms, descheduled_ms);
+  plan.burst_wait_ms = burst_wait_ms(plan.target, speed, c, burst_ms, hold_ms, descheduled_ms);
   plan.after_ms = predicted_step_ms(plan.target, speed, c) + plan.burst_wait_ms;
   plan.ideal_ms = ideal_step_ms(current, speed, c);
   for (const auto& [group, owners] : current.groups()) {
@@ -174,7 +190,7 @@ Plan plan_migration(const Partition& current, const std::vector<double>& speed, 
                  saving >= o.min_gain * plan.now_ms;
   if (!plan.migrate) {
     plan.target = current;
-    plan.burst_wait_ms = burst_wait_ms(current, speed, c, burst_ms);
+    plan.burst_wait_ms = burst_wait_ms(current, speed, c, burst_ms, hold_ms, descheduled_ms);
   }
   return plan;
 }

@@ -18,8 +18,21 @@
 //    T the ranks' mean times on their units (the replicated work is every rank's at the slowest
 //    speed in this model, so it shifts no rank against another). A bursty rank should thus finish its mean work early by
 //    up to 2 B: the target gives it a head start (fewer units than its mean speed says), chosen
-//    among 0, B and 2 B by the predicted step. With no bursts all of this is exactly the
-//    mean-speed planner.
+//    among 0, B and 2 B by the predicted step.
+//  - Descheduling (optional): a time-sliced rank may be descheduled inside a collective
+//    (sync_ledger.h). After the last rank arrives, the collective's own work needs every rank on
+//    its CPU; a rank that arrives last and is off during that delays everyone by the time it is
+//    off, its descheduled ms D per step (measured where it is last everywhere: the even split of
+//    a slow rank). Where it arrives first, what costs is its hold H (the others' wait, were it
+//    first everywhere, for its next slice). Neither moves with its share of the work (a slice
+//    costs the same whatever it holds; the sync points are the same), but how often it is first
+//    does: at the fraction e of sync points it costs (1 - e) D + e H, and these add over the
+//    ranks (each one's slices fall at other sync points). With a mean gap G = T_r - T_others
+//    and burst B (its arrivals spread about +-2 B/N a sync point around the mean),
+//    e = clamp(1/2 - G / (4 B)): never first when it is the slowest by 2 B, always first when it
+//    is ahead by 2 B, half the time when balanced; with no burst the step 1 (ahead), 1/2
+//    (balanced), 0 (behind).
+//    With no bursts, holds or descheduling all of this is exactly the mean-speed planner.
 #include <map>
 #include <string>
 #include <vector>
@@ -41,12 +54,15 @@ struct UnitCosts {
 std::vector<double> rank_work(const Partition& p, const UnitCosts& c);
 // The step's compute time: per group its slowest rank, plus the replicated work at the slowest speed.
 double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c);
-// The waits that bursts (per rank, ms per step; empty: none) add to the predicted step.
+// The waits that bursts, holds and descheduling (per rank, ms per step; empty: none) add to the
+// predicted step.
 double burst_wait_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c,
-                     const std::vector<double>& burst_ms);
-// The step with the bursts' waits: predicted_step_ms + burst_wait_ms.
+                     const std::vector<double>& burst_ms, const std::vector<double>& hold_ms = {},
+                     const std::vector<double>& descheduled_ms = {});
+// The step with those waits: predicted_step_ms + burst_wait_ms.
 double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c,
-                         const std::vector<double>& burst_ms);
+                         const std::vector<double>& burst_ms, const std::vector<double>& hold_ms = {},
+                         const std::vector<double>& descheduled_ms = {});
 // The lower bound: all work spread perfectly over the total speed.
 double ideal_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c);
 
@@ -57,9 +73,10 @@ Partition balanced_partition(const Partition& current, const std::vector<double>
 Partition balanced_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
                              const std::vector<double>& head_start_ms);
 // The best target for these speeds and bursts: the head start 0, B or 2 B that the predicted step
-// (bursts included) likes best; with no bursts, balanced_partition.
+// (all its waits included) likes best; with no bursts, balanced_partition.
 Partition burst_aware_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
-                                const std::vector<double>& burst_ms);
+                                const std::vector<double>& burst_ms, const std::vector<double>& hold_ms = {},
+                         const std::vector<double>& descheduled_ms = {});
 
 struct PlannerOptions {
   int64_t horizon = 50;    // steps over which a migration must pay for itself
@@ -72,12 +89,14 @@ struct Plan {
   int64_t units_moved = 0;
   double bytes = 0;
   double now_ms = 0, after_ms = 0, transfer_ms = 0, ideal_ms = 0;
-  double burst_wait_ms = 0;  // the waits bursts add to the step the plan ends in (after_ms, or now_ms kept)
+  double burst_wait_ms = 0;  // the waits bursts and slices add to the step the plan ends in (after_ms, or now_ms kept)
   std::string str() const;
 };
 
-// burst_ms: each rank's burst (the monitor's smoothed one); empty: the mean-speed planner.
+// burst_ms, hold_ms, descheduled_ms: each rank's (the monitor's smoothed ones); empty: the
+// mean-speed planner.
 Plan plan_migration(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
-                    const CommCostModel& comm, const PlannerOptions& o, const std::vector<double>& burst_ms = {});
+                    const CommCostModel& comm, const PlannerOptions& o, const std::vector<double>& burst_ms = {},
+                    const std::vector<double>& hold_ms = {}, const std::vector<double>& descheduled_ms = {});
 
 }  // namespace flextp

@@ -1,6 +1,7 @@
 #include "parallel/balance/step_clock.h"
 
 #include <chrono>
+#include <ctime>
 #include <thread>
 
 #include "core/cuda/cuda_runtime_api.h"
@@ -13,6 +14,13 @@ double now_ms() {
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
+// This thread's CPU time: inside a collective, the wall time beyond it is time descheduled.
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
 }  // namespace
 
 StepClock::StepClock(Communicator& inner, SlowdownSchedule schedule)
@@ -22,7 +30,8 @@ void StepClock::begin_step(int64_t step) {
   factor_ = schedule_.factor(inner_.rank(), step);
   compute_ms_ = wait_ms_ = 0;
   segments_.clear();
-  segment_start_ = now_ms();
+  syncs_.clear();
+  segment_start_ = step_start_ = now_ms();
 }
 
 void StepClock::end_segment() {
@@ -42,8 +51,10 @@ void StepClock::end_segment() {
 template <typename F>
 void StepClock::collective(F&& f) {
   end_segment();
+  const double cpu = thread_cpu_ms();
   f();
   double end = now_ms();
+  syncs_.add(segment_start_ - step_start_, end - segment_start_, thread_cpu_ms() - cpu);
   wait_ms_ += end - segment_start_;
   segment_start_ = end;
 }

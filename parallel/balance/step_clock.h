@@ -7,6 +7,7 @@
 
 #include "parallel/balance/burst_meter.h"
 #include "parallel/balance/slowdown.h"
+#include "parallel/balance/sync_ledger.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/comm/cost_model.h"
 
@@ -49,6 +50,9 @@ class StepClock : public Communicator {
   double step_burst_ms() { return bursts_.observe(segments_); }
   // The work of the segments changed (units moved, skipped or restored): their means restart.
   void restart_bursts() { bursts_ = BurstMeter(); }
+  // This step's collectives: when this rank reached each one and how long it was descheduled
+  // inside them (sync_ledger.h).
+  const SyncLedger& syncs() const { return syncs_; }
   // A collective on another communicator (a data-parallel group's), timed like this one's.
   void timed(const std::function<void()>& collective_call);
   // Bookkeeping collectives (the monitor's own all-gather) that must not count as waiting.
@@ -63,9 +67,10 @@ class StepClock : public Communicator {
   void collective(F&& f);
   Communicator& inner_;
   SlowdownSchedule schedule_;
-  double factor_ = 1.0, compute_ms_ = 0, wait_ms_ = 0, segment_start_ = 0;
+  double factor_ = 1.0, compute_ms_ = 0, wait_ms_ = 0, segment_start_ = 0, step_start_ = 0;
   std::vector<double> segments_;
   BurstMeter bursts_;
+  SyncLedger syncs_;
   ReduceMethod reduce_ = ReduceMethod::AllReduce;
   bool sync_gpu_ = false;
 };
