@@ -26,10 +26,18 @@ void finish(Waits& waits) {
     if (!w->finished) w->wait(), w->finished = true;
   waits.clear();
 }
+// Whether no wait is left, from what every rank knows alike: the engine's choice of the next node
+// must be the same on every rank, since a node it runs may start a collective (MPI matches them
+// by call order). Whether a wait would return at once differs by rank's timing, so it only
+// drives progress (poll), never the choice.
 bool complete(const Waits& waits) {
   for (const auto& w : waits)
-    if (!w->finished && !w->done()) return false;
+    if (!w->finished) return false;
   return true;
+}
+void poll(const Waits& waits) {
+  for (const auto& w : waits)
+    if (!w->finished) w->done();
 }
 
 // A gradient on its way to a node: its value, and the communication it still waits for.
@@ -162,11 +170,13 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
   Waits deferred;  // what the running closure's gradients wait for
   auto complete_now = [&](Node* n) {
     auto it = pending.find(n);
-    return it == pending.end() || complete(it->second.waits);
+    if (it == pending.end()) return true;
+    poll(it->second.waits);
+    return complete(it->second.waits);
   };
   while (!ready.empty()) {
-    // The latest created ready node, among those whose gradient is complete if there are any:
-    // one still in communication waits while the others run.
+    // The latest created ready node, among those whose gradient waits for no communication if
+    // there are any: one still in communication waits while the others run.
     size_t pick = 0;
     bool pick_complete = complete_now(ready[0]);
     for (size_t i = 1; i < ready.size(); ++i) {

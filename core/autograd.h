@@ -65,8 +65,10 @@ void run_backward(const Tensor& root, const Tensor& grad);
 // Called from inside a backward closure that started communication on the gradients it returns
 // (a tensor-parallel all-reduce): they hold their values only once `wait` ran. The engine runs it
 // right before one of them is first read, and meanwhile runs the other nodes that are ready, so
-// the communication overlaps their compute; `done` (non-blocking) says whether it finished, so
-// that a finished one is taken first. Outside a backward, `wait` runs at once.
+// the communication overlaps their compute. `done` (non-blocking) is called meanwhile to let the
+// communication progress; its answer never picks the next node, which must be the same on every
+// rank (each rank's timing differs, and a node may start a collective). Outside a backward,
+// `wait` runs at once.
 void defer_gradients(std::function<bool()> done, std::function<void()> wait);
 
 // Told, during a backward, of each leaf whose gradient that backward will not change any more:
