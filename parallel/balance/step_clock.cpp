@@ -49,17 +49,21 @@ void StepClock::end_segment() {
 }
 
 template <typename F>
-void StepClock::collective(F&& f) {
+double StepClock::collective(F&& f, Sync sync, double arrival) {
   end_segment();
-  const double cpu = thread_cpu_ms();
+  const double reached = segment_start_, cpu = thread_cpu_ms();
   f();
   double end = now_ms();
-  syncs_.add(segment_start_ - step_start_, end - segment_start_, thread_cpu_ms() - cpu);
+  if (sync == Sync::enter)
+    syncs_.add((arrival >= 0 ? arrival : segment_start_) - step_start_, end - segment_start_, thread_cpu_ms() - cpu);
   wait_ms_ += end - segment_start_;
   segment_start_ = end;
+  return reached;
 }
 
-void StepClock::timed(const std::function<void()>& collective_call) { collective(collective_call); }
+// Another group's collective: its waits count, but it is no sync point of this group, whose
+// ranks may call a different number of them (data-parallel buckets follow each rank's bytes).
+void StepClock::timed(const std::function<void()>& collective_call) { collective(collective_call, Sync::skip); }
 
 void StepClock::all_reduce(Tensor& t, ReduceOp op) {
   collective([&] {
@@ -71,15 +75,16 @@ void StepClock::all_reduce(Tensor& t, ReduceOp op) {
 }
 class StepClock::TimedReduce : public PendingReduce {
  public:
-  TimedReduce(StepClock& clock, std::unique_ptr<PendingReduce> inner) : clock_(clock), inner_(std::move(inner)) {}
+  TimedReduce(StepClock& clock, std::unique_ptr<PendingReduce> inner, double arrival)
+      : clock_(clock), inner_(std::move(inner)), arrival_(arrival) {}
   bool test() override { return inner_->test(); }
-  void wait() override {
-    clock_.collective([&] { inner_->wait(); });
-  }
+  // One sync point per all-reduce: this rank arrived when it started it, and waited here.
+  void wait() override { clock_.collective([&] { inner_->wait(); }, Sync::enter, arrival_); }
 
  private:
   StepClock& clock_;
   std::unique_ptr<PendingReduce> inner_;
+  double arrival_;
 };
 
 std::unique_ptr<PendingReduce> StepClock::start_all_reduce(Tensor& t, ReduceOp op) {
@@ -88,8 +93,8 @@ std::unique_ptr<PendingReduce> StepClock::start_all_reduce(Tensor& t, ReduceOp o
     return finished_reduce();
   }
   std::unique_ptr<PendingReduce> inner;
-  collective([&] { inner = inner_.start_all_reduce(t, op); });
-  return std::make_unique<TimedReduce>(*this, std::move(inner));
+  const double arrival = collective([&] { inner = inner_.start_all_reduce(t, op); }, Sync::skip);
+  return std::make_unique<TimedReduce>(*this, std::move(inner), arrival);
 }
 
 void StepClock::broadcast(Tensor& t, int root) { collective([&] { inner_.broadcast(t, root); }); }

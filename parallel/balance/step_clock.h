@@ -53,7 +53,8 @@ class StepClock : public Communicator {
   // This step's collectives: when this rank reached each one and how long it was descheduled
   // inside them (sync_ledger.h).
   const SyncLedger& syncs() const { return syncs_; }
-  // A collective on another communicator (a data-parallel group's), timed like this one's.
+  // A collective on another communicator (a data-parallel group's), timed like this one's but
+  // not one of this group's sync points (not in syncs()).
   void timed(const std::function<void()>& collective_call);
   // Bookkeeping collectives (the monitor's own all-gather) that must not count as waiting.
   Communicator& untimed() { return inner_; }
@@ -63,8 +64,12 @@ class StepClock : public Communicator {
 
  private:
   class TimedReduce;
+  // skip: timed as waiting but not entered in the ledger of this group's sync points.
+  enum class Sync { enter, skip };
+  // arrival: when this rank reached the sync point (a started all-reduce's start); -1: now.
+  // Returns when this call reached it.
   template <typename F>
-  void collective(F&& f);
+  double collective(F&& f, Sync sync = Sync::enter, double arrival = -1);
   Communicator& inner_;
   SlowdownSchedule schedule_;
   double factor_ = 1.0, compute_ms_ = 0, wait_ms_ = 0, segment_start_ = 0, step_start_ = 0;
