@@ -248,6 +248,24 @@ TEST_CASE("the noise gate learns from steps where every unit ran; injected speed
   CHECK(gate.observe(measured(0.5, true)));         // and judged while skipping too
 }
 
+TEST_CASE("the noise gate: a drop within the ceiling is clear on its second step in a row, beyond it at once") {
+  auto measured = [](double speed0) {
+    std::vector<RankRow> rows = table(false);
+    for (RankRow& r : rows) r.work = 100, r.compute_ms = 100;
+    rows[0].compute_ms = 100 / speed0;
+    return rows;
+  };
+  NoiseGate gate;
+  for (int i = 0; i < 20; ++i) CHECK_FALSE(gate.observe(measured(1)));  // no noise: the 30% floor
+  CHECK_FALSE(gate.observe(measured(0.65)));  // 35% down for one step: a shared machine's jitter
+  CHECK_FALSE(gate.observe(measured(1)));
+  CHECK_FALSE(gate.observe(measured(0.65)));  // again one step alone
+  CHECK(gate.observe(measured(0.65)));        // the second in a row: clear
+  NoiseGate fresh;
+  for (int i = 0; i < 20; ++i) fresh.observe(measured(1));
+  CHECK(fresh.observe(measured(0.5)));  // 50% down, beyond the 45% ceiling: clear at once
+}
+
 TEST_CASE("proportional: after the warm-up one move in proportion to the speeds, then that split for good") {
   Seen s;
   auto proportional = policy("proportional");

@@ -6,8 +6,9 @@
 // speed is a clear slowdown when it is below the baseline by more than max(k x noise, floor),
 // and by more than `young_floor` while fewer than `young` steps are kept (the noise of a few
 // samples is underestimated), but always beyond `ceiling`: no noise hides a drop of more than
-// 45% (a 1.8x slowdown), so a 2x slowdown is clear from its first step. Before `min_samples`
-// steps nothing is clear.
+// 45% (a 1.8x slowdown), so a 2x slowdown is clear from its first step. A drop that is clear
+// but within the ceiling counts only on its second step in a row (a single slow step is how a
+// shared machine's jitter looks). Before `min_samples` steps nothing is clear.
 // Fed from the table every rank sees alike, so every rank judges alike; no clocks.
 #include <cstdint>
 #include <deque>
@@ -36,6 +37,7 @@ class NoiseGate {
  private:
   NoiseGateOptions o_;
   std::vector<std::deque<double>> quiet_;  // per rank, the speeds of its last quiet steps
+  std::vector<bool> last_clear_;           // per rank, whether its last step was a clear slowdown
 };
 
 }  // namespace flextp
