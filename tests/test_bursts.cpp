@@ -10,21 +10,14 @@
 #include "parallel/balance/monitor.h"
 #include "parallel/balance/planner.h"
 #include "parallel/balance/step_clock.h"
+#include "tests/unit_cost_groups.h"
 
 using namespace flextp;
 
 namespace {
 
-// Two groups of 24 unit-cost units, no replicated work: a rank's time is its units / its speed.
-std::vector<UnitGroup> groups() {
-  return {{"h.0.head", UnitKind::Head, 0, 24, 0, true, {}}, {"h.0.mlp", UnitKind::Mlp, 0, 24, 0, true, {}}};
-}
-UnitCosts costs() {
-  UnitCosts c;
-  c.work = {{"h.0.head", 1.0}, {"h.0.mlp", 1.0}};
-  c.bytes = {{"h.0.head", 100.0}, {"h.0.mlp", 100.0}};
-  return c;
-}
+std::vector<UnitGroup> groups() { return test::unit_cost_groups(); }
+UnitCosts costs() { return test::unit_costs_of_one(); }
 int units_of(const Partition& p, int rank) {
   return static_cast<int>(p.units_of("h.0.head", rank).size() + p.units_of("h.0.mlp", rank).size());
 }

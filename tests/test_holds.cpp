@@ -11,21 +11,15 @@
 #include "parallel/balance/monitor.h"
 #include "parallel/balance/planner.h"
 #include "parallel/balance/step_clock.h"
+#include "tests/unit_cost_groups.h"
 #include "parallel/balance/sync_ledger.h"
 
 using namespace flextp;
 
 namespace {
 
-std::vector<UnitGroup> groups() {
-  return {{"h.0.head", UnitKind::Head, 0, 24, 0, true, {}}, {"h.0.mlp", UnitKind::Mlp, 0, 24, 0, true, {}}};
-}
-UnitCosts costs() {
-  UnitCosts c;
-  c.work = {{"h.0.head", 1.0}, {"h.0.mlp", 1.0}};
-  c.bytes = {{"h.0.head", 100.0}, {"h.0.mlp", 100.0}};
-  return c;
-}
+std::vector<UnitGroup> groups() { return test::unit_cost_groups(); }
+UnitCosts costs() { return test::unit_costs_of_one(); }
 UnitCounts some_units() {
   UnitCounts units;
   for (UnitKind k : kUnitKinds) units.held[k] = 1;
