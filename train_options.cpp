@@ -145,7 +145,7 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->check(CLI::IsMember({"taylor", "norm", "random"}));
   app.add_option("--impute", o.impute, "what skipped units contribute: zero or stale (their running mean)")
       ->check(CLI::IsMember({"zero", "stale"}));
-  app.add_option("--horizon", o.horizon, "steps a migration must pay for itself in")->check(positive);
+  app.add_option("--horizon", o.horizon, "steps a migration must pay for itself in; also the resizing episode length at which the hybrid prices a skipped step double")->check(positive);
   app.add_option("--min-gain", o.min_gain, "least predicted speed-up that triggers a migration")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--monitor-window", o.monitor_window, "EMA span of the speed monitor, steps")->check(positive);

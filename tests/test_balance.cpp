@@ -345,3 +345,27 @@ TEST_CASE("hybrid: a blip is resized, a lasting slowdown migrated; lambda's extr
   h.resize_ms = 210;  // resizing would not even help
   CHECK(hybrid_choice(h) == Action::keep);
 }
+
+TEST_CASE("hybrid: resizing's price grows with the episode, so a lasting slowdown is migrated even when resizing is faster") {
+  HybridCosts h;
+  h.keep_ms = 200;
+  h.resize_ms = 100;    // the resized step beats the migrated one by 20 ms
+  h.migrate_ms = 120;
+  h.skipped_share = 0.2;
+  h.lambda = 100;       // 20 ms per step at the episode's start: resizing is cheaper per step
+  h.transfer_ms = 400;
+  h.can_migrate = true;
+  h.price_doubling = 50;
+  h.steps = 5;          // 5 steps in: resize (500 + 100 x 0.2 x 5 x 1.14 = 614 < 600 + 400)
+  h.resized_steps = 5;
+  CHECK(resize_price(h) == doctest::Approx(100 * 0.2 * 5 * (1 + 7.0 / 50)));
+  CHECK(hybrid_choice(h) == Action::resize);
+  h.steps = 50;         // 50 steps in: the next 50 cost 1000 x 2.49 in accuracy, more than a move
+  h.resized_steps = 50;
+  CHECK(hybrid_choice(h) == Action::migrate);
+  h.price_doubling = std::numeric_limits<double>::infinity();  // a flat price: resized for ever
+  CHECK(hybrid_choice(h) == Action::resize);
+  h.price_doubling = 50;
+  h.lambda = 0;         // a free skip never grows into a move
+  CHECK(hybrid_choice(h) == Action::resize);
+}

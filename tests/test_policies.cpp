@@ -189,6 +189,14 @@ TEST_CASE("hybrid: lambda prices skipped importance against a migration's cost o
     CHECK(actions.rfind("resize", 0) == 0);
     CHECK(actions.find("migrate") != std::string::npos);
   }
+  SUBCASE("an episode of resizing that outlasts a move's price is migrated, though resizing is faster") {
+    // Resized 15.8 ms, migrated 17.9 ms plus a 40 ms move, 5 x 0.25 = 1.25 ms of accuracy per
+    // step at the start: at a flat price resizing would win for ever; its growth ends it.
+    std::string actions = decide_n(*policy("hybrid", 5), s.at({0.5, 1}), 60);
+    INFO(actions);
+    CHECK(actions.rfind("resize resize resize resize resize", 0) == 0);
+    CHECK(actions.find("migrate") != std::string::npos);
+  }
   SUBCASE("a rank slow from the first step is never clear of its noise: migrated, not resized") {
     // Measured times whose speeds never change: the noise gate's baseline holds the slowness.
     for (RankRow& r : s.rows) r.work = 100, r.compute_ms = 100;

@@ -1,7 +1,8 @@
 // --balance hybrid: over the expected rest of a slowdown (as long again as it has lasted so far,
 // at most the horizon) it compares
 //   keep:    step x steps
-//   resize:  step x steps + lambda x (share of importance skipped) x steps
+//   resize:  step x steps + lambda x (share of importance skipped) x steps x a growth with the
+//            episode's length (resize_price in hybrid.h: a long run of skipped steps costs more)
 //   migrate: step x steps + transfer
 // and takes the cheapest, so a short slowdown is absorbed by resizing and a lasting one is
 // migrated away (the resized units return once the migration has balanced the ranks).
@@ -21,10 +22,16 @@
 
 namespace flextp {
 
+double resize_price(const HybridCosts& h) {
+  // Steps resized_steps .. resized_steps + steps - 1 of the episode: their mean growth factor.
+  double mean_index = h.resized_steps + (h.steps - 1) / 2;
+  return h.lambda * h.skipped_share * h.steps * (1 + mean_index / h.price_doubling);
+}
+
 Action hybrid_choice(const HybridCosts& h) {
   const double inf = std::numeric_limits<double>::infinity();
   double keep = h.keep_ms * h.steps;
-  double resize = std::isinf(h.lambda) || !h.can_resize ? inf : h.resize_ms * h.steps + h.lambda * h.skipped_share * h.steps;
+  double resize = std::isinf(h.lambda) || !h.can_resize ? inf : h.resize_ms * h.steps + resize_price(h);
   double migrate = (h.lambda == 0 || !h.can_migrate) ? inf : h.migrate_ms * h.steps + h.transfer_ms;
   if (migrate < keep && migrate <= resize) return Action::migrate;
   if (resize < keep) return Action::resize;
@@ -61,6 +68,7 @@ class HybridPolicy : public BalancePolicy {
   Decision decide(const Observation& o) override {
     Decision d = choose(o);
     resizing_ = d.action == Action::resize || d.action == Action::probe;
+    resized_steps_ = resizing_ ? resized_steps_ + 1 : 0;
     return d;
   }
 
@@ -95,6 +103,8 @@ class HybridPolicy : public BalancePolicy {
     // No rank is slower than its own noise explains (or one was slow from the first step, so its
     // baseline holds the slowness): no resizing, but a lasting imbalance is still migrated away.
     h.can_resize = resizing_ || slowdown_is_clear;
+    h.resized_steps = static_cast<double>(resized_steps_);
+    h.price_doubling = static_cast<double>(planner_.horizon);
     switch (hybrid_choice(h)) {
       case Action::migrate: return migrate_by(mig);
       case Action::resize: {
@@ -113,6 +123,7 @@ class HybridPolicy : public BalancePolicy {
   int64_t slow_age_ = 0;  // steps the ranks have been out of balance
   NoiseGate noise_;
   bool resizing_ = false;  // the last decision resized or probed: an episode of resizing goes on
+  int64_t resized_steps_ = 0;  // the episode's length so far (its probes included)
 };
 
 }  // namespace
