@@ -90,7 +90,7 @@ void TrainLog::metrics(const StepReport& r) {
     nlohmann::json ranks = nlohmann::json::array();
     for (const RankRow& row : r.ranks)
       ranks.push_back({{"compute_ms", row.compute_ms}, {"wait_ms", row.wait_ms}, {"units", row.units.named()},
-                       {"speed", row.speed}, {"burst_ms", row.burst_ms},
+                       {"speed", row.speed}, {"burst_ms", row.burst_ms}, {"burst_shape", row.burst_shape},
                        {"descheduled_ms", row.descheduled_ms}, {"hold_ms", row.hold_ms}, {"late_ms", row.late_ms},
                        {"collectives", row.collectives}});
     line["ranks"] = ranks;

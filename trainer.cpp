@@ -44,7 +44,7 @@ Trainer::Bookkeeping Trainer::exchange_bookkeeping(const GradSquares& squares) {
     // its segments end at the step's sync points (the burst meter's).
     out.compute_ms = clock_.compute_ms(), out.wait_ms = clock_.wait_ms();
     std::vector<double> mine = balancer_.monitor_row(out.compute_ms + tail_.compute_ms, out.wait_ms + tail_.wait_ms,
-                                                     clock_.step_burst_ms(), clock_.syncs());
+                                                     clock_.step_burst(), clock_.syncs());
     mine.push_back(squares.split);
     mine.push_back(squares.replicated);
     rows = all_gather_rows(clock_.untimed(), mine);

@@ -39,6 +39,13 @@ def per_rank_median(rows, start, key):
     return [statistics.median(r["ranks"][i][key] for r in rows[start:]) for i in range(len(rows[0]["ranks"]))]
 
 
+def per_rank_shape(rows, start):
+    """Each rank's burst shape (its arrivals' spread at the sync points), the median over the steps
+    of each of its points."""
+    n, k = len(rows[0]["ranks"]), len(rows[start]["ranks"][0]["burst_shape"])
+    return [[statistics.median(r["ranks"][i]["burst_shape"][j] for r in rows[start:]) for j in range(k)] for i in range(n)]
+
+
 def intrinsic_ms(rows, start):
     """The collectives' own time per step in a run without slowdown: each rank's wait less its time
     descheduled inside collectives and less the others' lateness (its waits for their arrival),
@@ -103,9 +110,11 @@ def main():
             compute = per_rank_median(even, settle, "compute_ms")
             burst, hold = per_rank_median(even, settle, "burst_ms"), per_rank_median(even, settle, "hold_ms")
             off = after_arrivals_ms(even, settle)
+            shape = per_rank_shape(even, settle)
             cmd = [os.path.join(a.build, "bench_simulate"), "--predict",
                    "--compute-ms", ",".join(f"{x:.4f}" for x in compute),
                    "--burst-ms", ",".join(f"{x:.4f}" for x in burst), "--hold-ms", ",".join(f"{x:.4f}" for x in hold),
+                   "--burst-shape", ",".join("/".join(f"{x:.4f}" for x in s) for s in shape),
                    "--descheduled-ms", ",".join(f"{x:.4f}" for x in off),
                    "--other-ms", f"{bases[bind]:.4f}", "--batch", str(a.batch),
                    "--seq-len", option(model, "--seq-len", "128")]

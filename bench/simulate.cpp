@@ -6,19 +6,23 @@
 //     of a GPT-2-medium-sized model (24 layers, 16 heads, n_embd 1024, batch 8 x 1024) with
 //     speed traces: one rank 2x slower, a quarter of the ranks 2x slower, and log-normal speeds.
 //  3. --predict: one measured case (bench/predict.py runs them): from the per-rank compute times,
-//     bursts, holds and descheduled times measured in the even split, and the time outside
+//     bursts (ms and shape), holds and descheduled times measured in the even split, and the time outside
 //     compute, the even split's and migration's step as the planner models them (the partition
 //     --balance migrate's planner ends in: its target, or the even split where the move does not
 //     pay), as one JSON line.
 //
 //   bench_simulate [--measured docs/hetero.json] [--bandwidth-gbs 25] [--latency-us 10]
 //   bench_simulate --grid [...]: data x tensor parallel grids instead (bench/simulate_grid.cpp)
-//   bench_simulate --predict --compute-ms 70,140 --burst-ms 0,4 [--hold-ms 0,20 --descheduled-ms 0,30] --other-ms 30
+//   bench_simulate --predict --compute-ms 70,140 --burst-ms 0,4 [--burst-shape 1/1/1/1/1/1/1/1,0.8/.../1.3]
+//                  [--hold-ms 0,20 --descheduled-ms 0,30] --other-ms 30
 //                  [--n-layer 4 --n-head 4 --n-embd 128 --vocab 256 --mlp-unit 32 --batch 16 --seq-len 128]
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "bench/simulate_grid.h"
@@ -58,9 +62,28 @@ double allreduce_ms(double bytes, int n, double gbs, double latency_us) {
 // steps, as the migrate policy would plan them.
 int predict_measured(const GPTConfig& c, int64_t batch, int64_t seq, const std::vector<double>& compute_ms,
                      std::vector<double> burst_ms, std::vector<double> hold_ms,
-                     std::vector<double> descheduled_ms, double other_ms) {
+                     std::vector<double> descheduled_ms, const std::vector<std::string>& shape_args,
+                     double other_ms) {
   const int n = static_cast<int>(compute_ms.size());
   FLEXTP_CHECK(n >= 1, "--predict needs --compute-ms, one per rank");
+  FLEXTP_CHECK(shape_args.empty() || static_cast<int>(shape_args.size()) == n, "--burst-shape has ",
+               shape_args.size(), " shapes for ", n, " ranks (--compute-ms)");
+  std::vector<std::vector<double>> shapes;
+  for (const std::string& arg : shape_args) {
+    std::vector<double> shape;
+    size_t at = 0;
+    while (at <= arg.size()) {
+      size_t end = std::min(arg.find('/', at), arg.size());
+      const std::string value = arg.substr(at, end - at);
+      char* stop = nullptr;
+      double x = std::strtod(value.c_str(), &stop);
+      FLEXTP_CHECK(!value.empty() && stop == value.c_str() + value.size() && std::isfinite(x) && x > 0,
+                   "--burst-shape: '", value, "' in '", arg, "' is not a positive number");
+      shape.push_back(x);
+      at = end + 1;
+    }
+    shapes.push_back(shape);
+  }
   if (burst_ms.empty()) burst_ms.assign(n, 0.0);
   if (hold_ms.empty()) hold_ms.assign(n, 0.0);
   if (descheduled_ms.empty()) descheduled_ms.assign(n, 0.0);
@@ -80,9 +103,11 @@ int predict_measured(const GPTConfig& c, int64_t batch, int64_t seq, const std::
   CommCostModel free;  // what moving costs barely matters over the planner's horizon
   free.fits["p2p"] = {0.0, 0.0};
   Partition target =
-      plan_migration(even, speed, costs, free, PlannerOptions{}, burst_ms, hold_ms, descheduled_ms).target;
-  auto step = [&](const Partition& p) { return predicted_step_ms(p, speed, costs, burst_ms, hold_ms, descheduled_ms); };
-  auto waits = [&](const Partition& p) { return burst_wait_ms(p, speed, costs, burst_ms, hold_ms, descheduled_ms); };
+      plan_migration(even, speed, costs, free, PlannerOptions{}, burst_ms, hold_ms, descheduled_ms, shapes).target;
+  auto step = [&](const Partition& p) {
+    return predicted_step_ms(p, speed, costs, burst_ms, hold_ms, descheduled_ms, shapes);
+  };
+  auto waits = [&](const Partition& p) { return burst_wait_ms(p, speed, costs, burst_ms, hold_ms, descheduled_ms, shapes); };
   nlohmann::json out = {{"even", step(even) + other_ms},
                         {"migrate", step(target) + other_ms},
                         {"ideal", ideal_step_ms(even, speed, costs) + other_ms},
@@ -107,6 +132,7 @@ int main(int argc, char** argv) {
   app.footer("--grid: data x tensor parallel grids instead (bench_simulate --grid --help)");
   bool predict_mode = false;
   std::vector<double> compute_ms, burst_ms, hold_ms, descheduled_ms;
+  std::vector<std::string> burst_shapes;
   double other_ms = 0;
   GPTConfig measured_model;  // train's defaults
   int64_t measured_batch = 16, measured_seq = 128;
@@ -114,6 +140,10 @@ int main(int argc, char** argv) {
   app.add_option("--compute-ms", compute_ms, "--predict: each rank's compute ms per step in the even split")
       ->delimiter(',');
   app.add_option("--burst-ms", burst_ms, "--predict: each rank's burst ms per step in the even split (default 0)")
+      ->delimiter(',');
+  app.add_option("--burst-shape", burst_shapes,
+                 "--predict: each rank's burst shape in the even split, values joined by '/' (the metrics' "
+                 "burst_shape; default steady)")
       ->delimiter(',');
   app.add_option("--hold-ms", hold_ms,
                  "--predict: each rank's hold ms per step in the even split (the metrics' hold_ms; default 0)")
@@ -135,7 +165,7 @@ int main(int argc, char** argv) {
     measured_model.n_positions = measured_seq;
     try {
       return predict_measured(measured_model, measured_batch, measured_seq, compute_ms, burst_ms, hold_ms,
-                              descheduled_ms, other_ms);
+                              descheduled_ms, burst_shapes, other_ms);
     } catch (const Error& e) {
       std::fprintf(stderr, "bench_simulate: %s\n", e.what());
       return 1;

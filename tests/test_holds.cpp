@@ -20,6 +20,8 @@ namespace {
 
 std::vector<UnitGroup> groups() { return test::unit_cost_groups(); }
 UnitCosts costs() { return test::unit_costs_of_one(); }
+// Rank 1 late by 25% half the time, rank 0 steady.
+const std::vector<std::vector<double>> spread{std::vector<double>(kBurstShapePoints, 1.0), test::swinging_shape(0.25)};
 UnitCounts some_units() {
   UnitCounts units;
   for (UnitKind k : kUnitKinds) units.held[k] = 1;
@@ -140,12 +142,14 @@ TEST_CASE("a hold costs the others where the rank arrives first, whatever its sh
   CHECK(burst_wait_ms(even, {1, 0.75}, costs(), {}, {0, 10}) == 0.0);
   // Faster (first everywhere): the whole hold.
   CHECK(burst_wait_ms(even, {1, 1.5}, costs(), {}, {0, 10}) == doctest::Approx(10.0));
-  // With a burst of 3 ms its arrivals spread: balanced, the burst and half the hold...
-  CHECK(burst_wait_ms(even, {1, 1}, costs(), {0, 3}, {0, 10}) == doctest::Approx(3.0 + 5.0));
-  // ...6 ms ahead (18 vs 24 ms), the burst absorbed and always first...
-  CHECK(burst_wait_ms(even, {1, 4.0 / 3.0}, costs(), {0, 3}, {0, 10}) == doctest::Approx(10.0));
-  // ...3 ms ahead (24 vs 21 ms): 1.5 ms of the burst and 3/4 of the hold.
-  CHECK(burst_wait_ms(even, {1, 24.0 / 21.0}, costs(), {0, 3}, {0, 10}) == doctest::Approx(1.5 + 7.5));
+  // With a burst of 3 ms (25% late half the time) its arrivals spread: balanced, half of its 6 ms
+  // lateness and half the hold...
+  CHECK(burst_wait_ms(even, {1, 1}, costs(), {0, 3}, {0, 10}, {}, spread) == doctest::Approx(3.0 + 5.0));
+  // ...6 ms ahead (18 vs 24 ms), the burst absorbed (22.5 < 24) and always first...
+  CHECK(burst_wait_ms(even, {1, 4.0 / 3.0}, costs(), {0, 3}, {0, 10}, {}, spread) == doctest::Approx(10.0));
+  // ...3 ms ahead (24 vs 21 ms): 26.25 against 24 half the time, and 3/4 of the hold.
+  CHECK(burst_wait_ms(even, {1, 24.0 / 21.0}, costs(), {0, 3}, {0, 10}, {}, spread) ==
+        doctest::Approx(2.25 / 2 + 7.5));
   // No holds: exactly the bursts' waits.
   CHECK(burst_wait_ms(even, {1, 0.75}, costs(), {0, 6}, {}) == burst_wait_ms(even, {1, 0.75}, costs(), {0, 6}));
   CHECK(burst_wait_ms(even, {1, 0.75}, costs(), {0, 6}, {0, 0}) == burst_wait_ms(even, {1, 0.75}, costs(), {0, 6}));
@@ -166,7 +170,7 @@ TEST_CASE("descheduled time costs the others where the rank arrives last; every 
   // Balanced: each rank half of its hold and half of its descheduled time, added over the ranks.
   CHECK(burst_wait_ms(even, {1, 1}, costs(), {}, {4, 10}, {2, 6}) == doctest::Approx(3.0 + 8.0));
   // With a burst of 3 ms, 3 ms ahead (24 vs 21 ms): a quarter of it.
-  CHECK(burst_wait_ms(even, {1, 24.0 / 21.0}, costs(), {0, 3}, {}, {0, 8}) == doctest::Approx(1.5 + 2.0));
+  CHECK(burst_wait_ms(even, {1, 24.0 / 21.0}, costs(), {0, 3}, {}, {0, 8}, spread) == doctest::Approx(2.25 / 2 + 2.0));
   CHECK(burst_wait_ms(even, {1, 0.75}, costs(), {0, 6}, {}, {0, 0}) == burst_wait_ms(even, {1, 0.75}, costs(), {0, 6}));
   CHECK_THROWS_WITH_AS(burst_wait_ms(even, {1, 1}, costs(), {}, {}, {1, 2, 3}),
                        doctest::Contains("3 descheduled times for 2 ranks"), Error);
@@ -176,18 +180,19 @@ TEST_CASE("a large hold makes the planner keep a bursty rank's head start small"
   Partition even = Partition::even(groups(), 2);
   const std::vector<double> speed{1, 0.5}, burst{0, 4};
   Partition by_speed = balanced_partition(even, speed, costs());
-  REQUIRE(burst_aware_partition(even, speed, costs(), burst) != by_speed);  // a head start without holds
+  // 25% late half the time: 40 against 32 ms.
+  REQUIRE(burst_aware_partition(even, speed, costs(), burst, {}, {}, spread) != by_speed);  // a head start without holds
   // Ahead by a head start it would be first at most sync points and hold the others up to 16 ms a
   // step; balanced, half of that and the burst.
   const std::vector<double> hold{0, 16};
-  CHECK(burst_aware_partition(even, speed, costs(), burst, hold) == by_speed);
+  CHECK(burst_aware_partition(even, speed, costs(), burst, hold, {}, spread) == by_speed);
   CommCostModel free;
   free.fits["p2p"] = {0.0, 0.0};
-  Plan plan = plan_migration(even, speed, costs(), free, {50, 0.05}, burst, hold);
+  Plan plan = plan_migration(even, speed, costs(), free, {50, 0.05}, burst, hold, {}, spread);
   CHECK(plan.target == by_speed);
   CHECK(plan.migrate);
   CHECK(plan.burst_wait_ms == doctest::Approx(4.0 + 8.0));
-  CHECK(plan.after_ms == doctest::Approx(predicted_step_ms(by_speed, speed, costs(), burst, hold)));
+  CHECK(plan.after_ms == doctest::Approx(predicted_step_ms(by_speed, speed, costs(), burst, hold, {}, spread)));
 }
 
 TEST_CASE("the planner's descheduled time leaves out what a rank was off while it waited for the others' arrival") {

@@ -15,6 +15,7 @@
 #include "parallel/balance/policies/probe_schedule.h"
 #include "parallel/balance/policy.h"
 #include "tests/balancing_gpt.h"
+#include "tests/unit_cost_groups.h"
 
 using namespace flextp;
 using test::balancing_gpt;
@@ -309,15 +310,18 @@ TEST_CASE("migrate gives a bursty rank fewer units than its mean speed says; non
     for (const auto& [group, owners] : p.groups()) n += p.units_of(group, rank).size();
     return n;
   };
-  s.rows[0].burst_ms = 1;  // the slow rank also runs late by 1 ms a step (10% of an even share)
+  s.rows[0].burst_ms = 2;  // the slow rank also runs late by 2 ms a step (20% of an even share),
+  s.rows[0].burst_shape = test::swinging_shape(0.5);  // by 50% in half of its step
+  const std::vector<std::vector<double>> shapes = burst_shapes_of(s.rows);
   Decision d = policy("migrate")->decide(s.at({0.5, 1}));
   CHECK(d.action == Action::migrate);
   CHECK(units_of(d.plan.target, 0) < units_of(by_speed, 0));
-  CHECK(d.plan.target == burst_aware_partition(s.partition, speed, s.costs, {1, 0}));
-  // At equal speeds, evenly split, the others wait for the whole burst.
+  CHECK(d.plan.target == burst_aware_partition(s.partition, speed, s.costs, {2, 0}, {}, {}, shapes));
+  // At equal speeds, evenly split, the others wait for it half the time, by 50% of its units' time.
+  const double units_ms = (rank_work(s.partition, s.costs)[0] - s.costs.replicated_work) / s.base;
   Decision none = policy("none")->decide(s.at({1, 1}));
-  CHECK(none.plan.burst_wait_ms == doctest::Approx(1.0));
-  CHECK(none.plan.now_ms == doctest::Approx(predicted_step_ms(s.partition, {s.base, s.base}, s.costs) + 1.0));
+  CHECK(none.plan.burst_wait_ms == doctest::Approx(0.25 * units_ms));
+  CHECK(none.plan.now_ms == doctest::Approx(predicted_step_ms(s.partition, {s.base, s.base}, s.costs) + 0.25 * units_ms));
   // The hybrid weighs resizing against the mean-speed step: a burst alone never makes it drop work.
   s.rows[0].burst_ms = 8;
   auto hybrid = policy("hybrid", 0);
@@ -327,15 +331,18 @@ TEST_CASE("migrate gives a bursty rank fewer units than its mean speed says; non
 TEST_CASE("none and migrate count the holds and descheduled time of a rank's slices") {
   Seen s;
   s.rows[0].burst_ms = 1;
+  s.rows[0].burst_shape = test::swinging_shape(0.2);
   s.rows[0].hold_ms = 4;  // were it first at every sync point, the others would wait 4 ms a step
   s.rows[0].descheduled_ms = 6;  // and where it is last, 6 ms
   // Evenly split at equal speeds it is first at half of them.
+  const double units_ms = (rank_work(s.partition, s.costs)[0] - s.costs.replicated_work) / s.base;
   Decision none = policy("none")->decide(s.at({1, 1}));
-  CHECK(none.plan.burst_wait_ms == doctest::Approx(1.0 + 2.0 + 3.0));
+  CHECK(none.plan.burst_wait_ms == doctest::Approx(0.1 * units_ms + 2.0 + 3.0));
   const std::vector<double> speed{0.5 * s.base, s.base};
   Decision d = policy("migrate")->decide(s.at({0.5, 1}));
-  CHECK(d.plan.target == burst_aware_partition(s.partition, speed, s.costs, {1, 0}, {4, 0}, {6, 0}));
+  const std::vector<std::vector<double>> shapes = burst_shapes_of(s.rows);
+  CHECK(d.plan.target == burst_aware_partition(s.partition, speed, s.costs, {1, 0}, {4, 0}, {6, 0}, shapes));
   CHECK(d.plan.burst_wait_ms ==
-        doctest::Approx(burst_wait_ms(d.plan.target, speed, s.costs, {1, 0}, {4, 0}, {6, 0})));
-  CHECK(d.plan.burst_wait_ms > burst_wait_ms(d.plan.target, speed, s.costs, {1, 0}));
+        doctest::Approx(burst_wait_ms(d.plan.target, speed, s.costs, {1, 0}, {4, 0}, {6, 0}, shapes)));
+  CHECK(d.plan.burst_wait_ms > burst_wait_ms(d.plan.target, speed, s.costs, {1, 0}, {}, {}, shapes));
 }

@@ -106,14 +106,15 @@ void Balancer::observe_settling() {
   after_move_ms_.clear();
 }
 
-std::vector<double> Balancer::monitor_row(double compute_ms, double wait_ms, double burst_ms,
+std::vector<double> Balancer::monitor_row(double compute_ms, double wait_ms, const BurstSample& burst,
                                          const SyncLedger& syncs) const {
-  return Monitor::row(compute_ms, wait_ms, work_of(comm_.rank()), unit_counts(comm_.rank()), burst_ms, syncs);
+  return Monitor::row(compute_ms, wait_ms, work_of(comm_.rank()), unit_counts(comm_.rank()), burst, syncs);
 }
 
 BalanceStep Balancer::after_step(double compute_ms, double wait_ms, const std::vector<Parameter*>& params,
-                                 const std::vector<std::string>& slots, double burst_ms, const SyncLedger& syncs) {
-  return after_step(all_gather_rows(comm_, monitor_row(compute_ms, wait_ms, burst_ms, syncs)), params, slots);
+                                 const std::vector<std::string>& slots, const BurstSample& burst,
+                                 const SyncLedger& syncs) {
+  return after_step(all_gather_rows(comm_, monitor_row(compute_ms, wait_ms, burst, syncs)), params, slots);
 }
 
 BalanceStep Balancer::after_step(const std::vector<std::vector<double>>& rows, const std::vector<Parameter*>& params,

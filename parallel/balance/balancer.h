@@ -40,17 +40,17 @@ class Balancer {
   // With a policy of one's own, registered or not.
   Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition initial, UnitCosts costs,
            CommCostModel comm_model, BalanceOptions o, std::unique_ptr<BalancePolicy> policy);
-  // burst_ms: this rank's burst in the step (StepClock::step_burst_ms; 0 where unmeasured);
+  // burst: this rank's burst in the step (StepClock::step_burst; steady where unmeasured);
   // syncs: its collectives (StepClock::syncs; none where unmeasured).
   BalanceStep after_step(double compute_ms, double wait_ms, const std::vector<Parameter*>& params,
-                         const std::vector<std::string>& slots, double burst_ms = 0,
+                         const std::vector<std::string>& slots, const BurstSample& burst = {},
                          const SyncLedger& syncs = SyncLedger());
   // The same with the monitor's rows already gathered (every rank's monitor_row, in rank order):
   // the trainer gathers them with the gradient norm's squares in one collective.
   BalanceStep after_step(const std::vector<std::vector<double>>& rows, const std::vector<Parameter*>& params,
                          const std::vector<std::string>& slots);
   // This rank's row of the monitor's table (Monitor::row), with its work and units now.
-  std::vector<double> monitor_row(double compute_ms, double wait_ms, double burst_ms,
+  std::vector<double> monitor_row(double compute_ms, double wait_ms, const BurstSample& burst,
                                   const SyncLedger& syncs = SyncLedger()) const;
   // With data parallelism: the replicas as measured after a step, for the next decision (the
   // trainer's WindowShares gathers them after after_step).

@@ -19,10 +19,31 @@
 // time. The deviation from the rank's own per-segment mean is local, costs one number on the
 // monitor's row, and is zero for a rank that is slow but steady (the emulated straggler), so the
 // mean-speed model stays exactly as it was where there are no bursts.
+//
+// The burst in ms says how much a rank runs late, not how its lateness is spread: a rank slow
+// in half of every step (a duty cycle) and one slow now and then by as much cost the others
+// differently once it holds more or less work than they do. So the meter also keeps the step's
+// shape: its segments' times over their means, relative to the step's own mean pace, as
+// kBurstShapePoints equally likely values (quantiles weighted by the segments' means, their mean
+// 1). The planner takes the step at a sync point as the expected slowest of the ranks' arrivals,
+// each rank's mean time scaled by a draw from its shape (planner.h).
 #include <cstdint>
 #include <vector>
 
 namespace flextp {
+
+inline constexpr int kBurstShapePoints = 8;
+
+// A step's burst: its ms, and its shape (kBurstShapePoints values; all 1: steady).
+struct BurstSample {
+  BurstSample(double burst_ms = 0) : ms(burst_ms), shape(kBurstShapePoints, 1.0) {}  // NOLINT: a steady burst
+  double ms;
+  std::vector<double> shape;
+};
+
+// The shape of one step: segment_ms over mean_ms (the segments' means before the step), relative
+// to the step's mean pace, as kBurstShapePoints weighted quantiles scaled to a mean of 1.
+std::vector<double> burst_shape(const std::vector<double>& segment_ms, const std::vector<double>& mean_ms);
 
 class BurstMeter {
  public:
@@ -30,9 +51,9 @@ class BurstMeter {
   explicit BurstMeter(int window = 8);
   // One step's compute segments, in order. Returns the step's burst in ms: the sum over
   // segments of max(0, time - pace x the segment's mean before this step), pace = the lower
-  // median of time / mean over the segments. A step whose number of segments differs from the
-  // last one's restarts the means (and counts no burst).
-  double observe(const std::vector<double>& segment_ms);
+  // median of time / mean over the segments; and its shape (burst_shape). A step whose number of
+  // segments differs from the last one's restarts the means (and counts no burst: steady).
+  BurstSample observe(const std::vector<double>& segment_ms);
   int64_t steps() const { return steps_; }
 
  private:

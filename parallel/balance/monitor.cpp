@@ -13,8 +13,9 @@ namespace {
 
 // A row on the wire: the times and the work, the units held of each kind (in kUnitKinds order),
 // the units skipped, the ms descheduled inside collectives, the hold, the number of sync points
-// with their arrivals in kSyncSlots slots (the unused ones 0), then the step's burst.
-constexpr int kRowWidth = 3 + static_cast<int>(std::size(kUnitKinds)) + 1 + 3 + Monitor::kSyncSlots + 1;
+// with their arrivals in kSyncSlots slots (the unused ones 0), then the step's burst and its shape.
+constexpr int kRowWidth = 3 + static_cast<int>(std::size(kUnitKinds)) + 1 + 3 + Monitor::kSyncSlots + 1 + kBurstShapePoints;
+constexpr int kBurstAt = kRowWidth - 1 - kBurstShapePoints;
 
 }  // namespace
 
@@ -23,7 +24,9 @@ Monitor::Monitor(int ranks, int window, double jump) : rows_(ranks), alpha_(2.0 
 }
 
 std::vector<double> Monitor::row(double compute_ms, double wait_ms, double work, const UnitCounts& units,
-                                 double burst_ms, const SyncLedger& syncs) {
+                                 const BurstSample& burst, const SyncLedger& syncs) {
+  FLEXTP_CHECK(burst.shape.size() == static_cast<size_t>(kBurstShapePoints), "a burst's shape has ",
+               burst.shape.size(), " points, not ", kBurstShapePoints);
   std::vector<double> row{compute_ms, wait_ms, work};
   for (UnitKind k : kUnitKinds) row.push_back(static_cast<double>(units.held.at(k)));
   row.push_back(static_cast<double>(units.skipped));
@@ -34,13 +37,14 @@ std::vector<double> Monitor::row(double compute_ms, double wait_ms, double work,
   row.push_back(static_cast<double>(points));
   row.insert(row.end(), arrival.begin(), arrival.begin() + static_cast<std::ptrdiff_t>(points));
   row.resize(row.size() + (kSyncSlots - points), 0.0);
-  row.push_back(burst_ms);
+  row.push_back(burst.ms);
+  row.insert(row.end(), burst.shape.begin(), burst.shape.end());
   return row;
 }
 
 void Monitor::record(Communicator& comm, double compute_ms, double wait_ms, double work, const UnitCounts& units,
-                     double burst_ms, const SyncLedger& syncs) {
-  ingest(all_gather_rows(comm, row(compute_ms, wait_ms, work, units, burst_ms, syncs)));
+                     const BurstSample& burst, const SyncLedger& syncs) {
+  ingest(all_gather_rows(comm, row(compute_ms, wait_ms, work, units, burst, syncs)));
 }
 
 void Monitor::ingest(const std::vector<std::vector<double>>& rows) {
@@ -54,8 +58,11 @@ void Monitor::ingest(const std::vector<std::vector<double>>& rows) {
     FLEXTP_CHECK(rows[r].size() == static_cast<size_t>(kRowWidth), "the monitor got a row of ", rows[r].size(),
                  " values from rank ", r, ", not ", kRowWidth);
     const double* t = rows[r].data();
-    const double burst_ms = t[kRowWidth - 1];
+    const double burst_ms = t[kBurstAt];
     FLEXTP_CHECK(std::isfinite(burst_ms) && burst_ms >= 0, "the monitor got a burst of ", burst_ms, " ms");
+    for (int j = 0; j < kBurstShapePoints; ++j)
+      FLEXTP_CHECK(std::isfinite(t[kBurstAt + 1 + j]) && t[kBurstAt + 1 + j] > 0, "the monitor got a burst shape of ",
+                   t[kBurstAt + 1 + j], " from rank ", r);
     RankRow& row = rows_[r];
     row.compute_ms = t[0];
     row.wait_ms = t[1];
@@ -71,6 +78,7 @@ void Monitor::ingest(const std::vector<std::vector<double>>& rows) {
     arrivals[r].assign(counts, counts + row.collectives);
     counts += kSyncSlots;
     smooth(row.burst_ms, burst_ms);
+    for (int j = 0; j < kBurstShapePoints; ++j) smooth(row.burst_shape[j], t[kBurstAt + 1 + j]);
     double speed = row.compute_ms > 0 ? row.work / row.compute_ms : row.speed;
     auto off = [&](double x) { return x > row.speed * (1 + jump_) ? 1 : x < row.speed * (1 - jump_) ? -1 : 0; };
     bool persistent = samples_ >= 2 && off(speed) != 0 && off(speed) == off(row.last_raw);
@@ -95,6 +103,12 @@ std::vector<double> bursts_of(const std::vector<RankRow>& table) {
   std::vector<double> b;
   for (const RankRow& r : table) b.push_back(r.burst_ms);
   return b;
+}
+
+std::vector<std::vector<double>> burst_shapes_of(const std::vector<RankRow>& table) {
+  std::vector<std::vector<double>> s;
+  for (const RankRow& r : table) s.push_back(r.burst_shape);
+  return s;
 }
 
 std::vector<double> holds_of(const std::vector<RankRow>& table) {

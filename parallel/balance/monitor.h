@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/unit_layout.h"
+#include "parallel/balance/burst_meter.h"
 #include "parallel/balance/sync_ledger.h"
 #include "parallel/comm/communicator.h"
 
@@ -26,6 +27,7 @@ struct RankRow {
   double compute_ms = 0, wait_ms = 0, work = 0;
   double speed = 0;  // smoothed work per ms
   double burst_ms = 0;  // smoothed burst per step: ms over its segments' means (0: steady)
+  std::vector<double> burst_shape = std::vector<double>(kBurstShapePoints, 1.0);  // smoothed, per point (all 1: steady)
   double last_raw = 0;  // the previous step's work per ms
   // Smoothed per step (sync_ledger.h): ms descheduled inside collectives; the others' wait if it
   // were first at every sync point; the others' wait for its arrival (where it came last).
@@ -34,8 +36,10 @@ struct RankRow {
   UnitCounts units;  // units held per kind, and how many of them resizing skipped in the step
 };
 
-// Every rank's smoothed burst per step in a table, ms (what the planner adds to its cost).
+// Every rank's smoothed burst per step in a table, ms, and its burst's shape (what the planner
+// adds to its cost).
 std::vector<double> bursts_of(const std::vector<RankRow>& table);
+std::vector<std::vector<double>> burst_shapes_of(const std::vector<RankRow>& table);
 // Every rank's smoothed hold, and its descheduled time per step that fell after the others had
 // arrived (its time off spread evenly over its wait, the others' lateness taken out), ms: what
 // the planner charges where it is first, and where it is last.
@@ -48,13 +52,13 @@ class Monitor {
   Monitor(int ranks, int window, double jump = 0.25);
   // syncs: this rank's step at its collectives (StepClock::syncs; none where unmeasured).
   void record(Communicator& comm, double compute_ms, double wait_ms, double work, const UnitCounts& units,
-              double burst_ms = 0, const SyncLedger& syncs = SyncLedger());
+              const BurstSample& burst = {}, const SyncLedger& syncs = SyncLedger());
   // Every rank's row, as `row` makes them, in rank order: what record gathers (the trainer
   // gathers them with other bookkeeping in one collective and hands them over here).
   void ingest(const std::vector<std::vector<double>>& rows);
   // One rank's row of the all-gathered table (what a test plays for the other ranks).
   static std::vector<double> row(double compute_ms, double wait_ms, double work, const UnitCounts& units,
-                                 double burst_ms = 0, const SyncLedger& syncs = SyncLedger());
+                                 const BurstSample& burst = {}, const SyncLedger& syncs = SyncLedger());
   // The sync points of a step whose arrivals travel on the row (the first ones of a longer step).
   static constexpr int kSyncSlots = 256;
   const std::vector<RankRow>& table() const { return rows_; }

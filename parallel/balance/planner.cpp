@@ -64,26 +64,71 @@ double first_share(double gap, double burst) {
   return std::clamp(0.5 - gap / (4 * burst), 0.0, 1.0);
 }
 
+// Whether any rank's shape spreads its arrivals (a shape of all 1 is a steady rank).
+bool has_shapes(const std::vector<std::vector<double>>& shapes, int ranks) {
+  if (shapes.empty()) return false;
+  FLEXTP_CHECK(static_cast<int>(shapes.size()) == ranks, "planner: ", shapes.size(), " burst shapes for ", ranks,
+               " ranks");
+  bool any = false;
+  for (const std::vector<double>& s : shapes)
+    for (double x : s) {
+      FLEXTP_CHECK(std::isfinite(x) && x > 0, "planner: a burst shape's values must be finite and > 0, got ", x);
+      any = any || x != 1.0;
+    }
+  return any;
+}
+
 }  // namespace
+
+double expected_slowest_ms(const std::vector<double>& mean_ms, const std::vector<std::vector<double>>& shapes) {
+  FLEXTP_CHECK(shapes.empty() || shapes.size() == mean_ms.size(), "planner: ", shapes.size(), " burst shapes for ",
+               mean_ms.size(), " ranks");
+  // E[max] = integral over t >= 0 of P(max > t) = 1 - prod_r F_r(t), each F_r a step function:
+  // walk the arrival times in order, keeping how many of each rank's values are at or below t.
+  struct Arrival {
+    double ms;
+    int rank;
+    double weight;
+  };
+  std::vector<Arrival> at;
+  for (size_t r = 0; r < mean_ms.size(); ++r) {
+    const bool steady = shapes.empty() || shapes[r].empty();
+    const size_t k = steady ? 1 : shapes[r].size();
+    for (size_t j = 0; j < k; ++j) at.push_back({mean_ms[r] * (steady ? 1.0 : shapes[r][j]), static_cast<int>(r), 1.0 / k});
+  }
+  if (at.empty()) return 0.0;
+  std::sort(at.begin(), at.end(), [](const Arrival& a, const Arrival& b) { return a.ms < b.ms; });
+  std::vector<double> below(mean_ms.size(), 0.0);  // F_r at the current time
+  double expected = at.front().ms;                 // max > t surely for t below the earliest
+  for (size_t i = 0; i + 1 < at.size(); ++i) {
+    below[at[i].rank] += at[i].weight;
+    double all_below = 1;
+    for (double f : below) all_below *= std::min(f, 1.0);
+    expected += (1 - all_below) * (at[i + 1].ms - at[i].ms);
+  }
+  return expected;
+}
 
 double burst_wait_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c,
                      const std::vector<double>& burst_ms, const std::vector<double>& hold_ms,
-                     const std::vector<double>& descheduled_ms) {
+                     const std::vector<double>& descheduled_ms, const std::vector<std::vector<double>>& burst_shapes) {
   const int n = p.ranks();
   const bool bursts = has_bursts(burst_ms, n), holds = has_bursts(hold_ms, n, "holds"),
-             off = has_bursts(descheduled_ms, n, "descheduled times");
-  if ((!bursts && !holds && !off) || n < 2) return 0.0;  // one rank waits for no one
+             off = has_bursts(descheduled_ms, n, "descheduled times"), spread = has_shapes(burst_shapes, n);
+  if ((!bursts && !holds && !off && !spread) || n < 2) return 0.0;  // one rank waits for no one
   // Each rank's mean time on its units: the replicated work is on every rank's path at the
   // slowest rank's speed (predicted_step_ms), so it moves no rank's arrival against another's.
   std::vector<double> work = rank_work(p, c), mean(n);
   for (int r = 0; r < n; ++r) mean[r] = (work[r] - c.replicated_work) / std::max(speed[r], 1e-30);
-  double late = 0, sliced = 0;  // the worst burst's waits; the slices', added over the ranks
+  // The bursts' waits: the expected slowest arrival over the slowest mean; the slices', added
+  // over the ranks.
+  const double late = spread ? expected_slowest_ms(mean, burst_shapes) - *std::max_element(mean.begin(), mean.end()) : 0.0;
+  double sliced = 0;
   for (int r = 0; r < n; ++r) {
     double others = 0;
     for (int j = 0; j < n; ++j)
       if (j != r) others = std::max(others, mean[j]);
     const double burst = bursts ? burst_ms[r] : 0.0, gap = mean[r] - others, first = first_share(gap, burst);
-    late = std::max(late, burst - std::abs(gap) / 2);
     if (holds) sliced += first * hold_ms[r];
     if (off) sliced += (1 - first) * descheduled_ms[r];
   }
@@ -92,8 +137,8 @@ double burst_wait_ms(const Partition& p, const std::vector<double>& speed, const
 
 double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c,
                          const std::vector<double>& burst_ms, const std::vector<double>& hold_ms,
-                         const std::vector<double>& descheduled_ms) {
-  return predicted_step_ms(p, speed, c) + burst_wait_ms(p, speed, c, burst_ms, hold_ms, descheduled_ms);
+                         const std::vector<double>& descheduled_ms, const std::vector<std::vector<double>>& burst_shapes) {
+  return predicted_step_ms(p, speed, c) + burst_wait_ms(p, speed, c, burst_ms, hold_ms, descheduled_ms, burst_shapes);
 }
 
 Partition balanced_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c) {
@@ -153,15 +198,16 @@ Partition balanced_partition(const Partition& current, const std::vector<double>
 
 Partition burst_aware_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
                                 const std::vector<double>& burst_ms, const std::vector<double>& hold_ms,
-                                const std::vector<double>& descheduled_ms) {
+                                const std::vector<double>& descheduled_ms,
+                                const std::vector<std::vector<double>>& burst_shapes) {
   Partition best = balanced_partition(current, speed, c);
   if (!has_bursts(burst_ms, current.ranks())) return best;
-  double best_ms = predicted_step_ms(best, speed, c, burst_ms, hold_ms, descheduled_ms);
+  double best_ms = predicted_step_ms(best, speed, c, burst_ms, hold_ms, descheduled_ms, burst_shapes);
   for (double times : {1.0, 2.0}) {
     std::vector<double> start;
     for (double b : burst_ms) start.push_back(times * b);
     Partition t = balanced_partition(current, speed, c, start);
-    double ms = predicted_step_ms(t, speed, c, burst_ms, hold_ms, descheduled_ms);
+    double ms = predicted_step_ms(t, speed, c, burst_ms, hold_ms, descheduled_ms, burst_shapes);
     if (ms < best_ms) best = t, best_ms = ms;  // ties keep the smaller head start
   }
   return best;
@@ -169,11 +215,12 @@ Partition burst_aware_partition(const Partition& current, const std::vector<doub
 
 Plan plan_migration(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
                     const CommCostModel& comm, const PlannerOptions& o, const std::vector<double>& burst_ms,
-                    const std::vector<double>& hold_ms, const std::vector<double>& descheduled_ms) {
+                    const std::vector<double>& hold_ms, const std::vector<double>& descheduled_ms,
+                    const std::vector<std::vector<double>>& burst_shapes) {
   Plan plan;
-  plan.target = burst_aware_partition(current, speed, c, burst_ms, hold_ms, descheduled_ms);
-  plan.now_ms = predicted_step_ms(current, speed, c, burst_ms, hold_ms, descheduled_ms);
-  plan.burst_wait_ms = burst_wait_ms(plan.target, speed, c, burst_ms, hold_ms, descheduled_ms);
+  plan.target = burst_aware_partition(current, speed, c, burst_ms, hold_ms, descheduled_ms, burst_shapes);
+  plan.now_ms = predicted_step_ms(current, speed, c, burst_ms, hold_ms, descheduled_ms, burst_shapes);
+  plan.burst_wait_ms = burst_wait_ms(plan.target, speed, c, burst_ms, hold_ms, descheduled_ms, burst_shapes);
   plan.after_ms = predicted_step_ms(plan.target, speed, c) + plan.burst_wait_ms;
   plan.ideal_ms = ideal_step_ms(current, speed, c);
   for (const auto& [group, owners] : current.groups()) {
@@ -190,7 +237,7 @@ Plan plan_migration(const Partition& current, const std::vector<double>& speed, 
                  saving >= o.min_gain * plan.now_ms;
   if (!plan.migrate) {
     plan.target = current;
-    plan.burst_wait_ms = burst_wait_ms(current, speed, c, burst_ms, hold_ms, descheduled_ms);
+    plan.burst_wait_ms = burst_wait_ms(current, speed, c, burst_ms, hold_ms, descheduled_ms, burst_shapes);
   }
   return plan;
 }

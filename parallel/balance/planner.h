@@ -10,15 +10,18 @@
 //    transfer time and the step gets at least min_gain faster.
 //  - Bursts (optional): a rank that runs in time slices keeps the others waiting at the
 //    collectives where it runs late (its burst, BurstMeter: ms per step over its own mean pace).
-//    At one sync point, a rank whose mean time is a and whose lateness has mean excess b, beside
-//    steady ranks done at c, ends the point at E[max] ~ max(a, c, (a + c) / 2 + b): exact when
-//    the ranks are balanced (a = c: c + b) and when one is far ahead (the others absorb the
-//    burst, or it is the slowest anyway and its mean already holds its bursts). Summed over the
-//    step, the predicted step adds max over ranks of max(0, B_r - |T_r - T_others| / 2), with
-//    T the ranks' mean times on their units (the replicated work is every rank's at the slowest
-//    speed in this model, so it shifts no rank against another). A bursty rank should thus finish its mean work early by
-//    up to 2 B: the target gives it a head start (fewer units than its mean speed says), chosen
-//    among 0, B and 2 B by the predicted step.
+//    How its lateness is spread is its burst's shape (BurstMeter: its segments' times over their
+//    means, relative to its step's mean pace, as equally likely values of mean 1). Every sync
+//    point ends when the slowest rank arrives, and each rank's segment there takes its share of
+//    its mean time T_r scaled by a draw x_r from its shape, independently of the others' draws:
+//    the step is E[max_r T_r x_r] (T: the ranks' mean times on their units; the replicated
+//    work is every rank's at the slowest speed in this model, so it shifts no rank against
+//    another), and the waits bursts add are that less max_r T_r. Steady ranks (shape all 1) add
+//    nothing; a rank slow in half of every step and as fast as the others in the rest is late at
+//    the sync points of its slow half only, however much faster its fast half is; a bursty rank
+//    that is the slowest by more than its bursts reach adds nothing. A bursty rank should thus
+//    finish its mean work early: the target gives it a head start (fewer units than its mean
+//    speed says) of 0, B or 2 B, the one the predicted step likes best.
 //  - Descheduling (optional): a time-sliced rank may be descheduled inside a collective
 //    (sync_ledger.h). After the last rank arrives, the collective's own work needs every rank on
 //    its CPU; a rank that arrives last and is off during that delays everyone by the time it is
@@ -55,14 +58,20 @@ std::vector<double> rank_work(const Partition& p, const UnitCosts& c);
 // The step's compute time: per group its slowest rank, plus the replicated work at the slowest speed.
 double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c);
 // The waits that bursts, holds and descheduling (per rank, ms per step; empty: none) add to the
-// predicted step.
+// predicted step. burst_shapes: each rank's burst shape (BurstSample; empty, or a rank's empty:
+// steady); the burst in ms says how often a rank arrives first, its shape how late it comes.
 double burst_wait_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c,
                      const std::vector<double>& burst_ms, const std::vector<double>& hold_ms = {},
-                     const std::vector<double>& descheduled_ms = {});
+                     const std::vector<double>& descheduled_ms = {},
+                     const std::vector<std::vector<double>>& burst_shapes = {});
 // The step with those waits: predicted_step_ms + burst_wait_ms.
 double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c,
                          const std::vector<double>& burst_ms, const std::vector<double>& hold_ms = {},
-                         const std::vector<double>& descheduled_ms = {});
+                         const std::vector<double>& descheduled_ms = {},
+                         const std::vector<std::vector<double>>& burst_shapes = {});
+// E[max_r mean_ms[r] x_r] over independent x_r, each equally likely any value of shapes[r] (an
+// empty shape: 1): when the slowest of ranks so spread arrives at a sync point.
+double expected_slowest_ms(const std::vector<double>& mean_ms, const std::vector<std::vector<double>>& shapes);
 // The lower bound: all work spread perfectly over the total speed.
 double ideal_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c);
 
@@ -76,7 +85,8 @@ Partition balanced_partition(const Partition& current, const std::vector<double>
 // (all its waits included) likes best; with no bursts, balanced_partition.
 Partition burst_aware_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
                                 const std::vector<double>& burst_ms, const std::vector<double>& hold_ms = {},
-                         const std::vector<double>& descheduled_ms = {});
+                                const std::vector<double>& descheduled_ms = {},
+                                const std::vector<std::vector<double>>& burst_shapes = {});
 
 struct PlannerOptions {
   int64_t horizon = 50;    // steps over which a migration must pay for itself
@@ -93,10 +103,11 @@ struct Plan {
   std::string str() const;
 };
 
-// burst_ms, hold_ms, descheduled_ms: each rank's (the monitor's smoothed ones); empty: the
-// mean-speed planner.
+// burst_ms, hold_ms, descheduled_ms, burst_shapes: each rank's (the monitor's smoothed ones);
+// empty: the mean-speed planner.
 Plan plan_migration(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
                     const CommCostModel& comm, const PlannerOptions& o, const std::vector<double>& burst_ms = {},
-                    const std::vector<double>& hold_ms = {}, const std::vector<double>& descheduled_ms = {});
+                    const std::vector<double>& hold_ms = {}, const std::vector<double>& descheduled_ms = {},
+                    const std::vector<std::vector<double>>& burst_shapes = {});
 
 }  // namespace flextp

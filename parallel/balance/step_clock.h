@@ -46,8 +46,8 @@ class StepClock : public Communicator {
   // This step's compute segments in order (the last ends at end_segment).
   const std::vector<double>& segment_ms() const { return segments_; }
   // Once per step, after its last end_segment: how far this step's segments ran over their
-  // means (BurstMeter), in ms.
-  double step_burst_ms() { return bursts_.observe(segments_); }
+  // means, in ms, and how their lateness was spread (BurstMeter).
+  BurstSample step_burst() { return bursts_.observe(segments_); }
   // The work of the segments changed (units moved, skipped or restored): their means restart.
   void restart_bursts() { bursts_ = BurstMeter(); }
   // This step's collectives: when this rank reached each one and how long it was descheduled

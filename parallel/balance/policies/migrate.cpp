@@ -15,7 +15,7 @@ class MigratePolicy : public BalancePolicy {
     // A bursty rank's cost includes the waits it causes: it gets fewer units than its mean
     // speed says (planner.h).
     Plan plan = plan_migration(o.partition, o.speeds, o.costs, o.comm, planner_, bursts_of(o.table), holds_of(o.table),
-                                   descheduled_of(o.table));
+                               descheduled_of(o.table), burst_shapes_of(o.table));
     if (!plan.migrate) {
       Decision keep;
       keep.plan = plan;  // its target is the current partition
