@@ -183,6 +183,14 @@ TEST_CASE("hybrid: lambda prices skipped importance against a migration's cost o
     CHECK(decide_n(*policy("hybrid", std::numeric_limits<double>::infinity()), s.at({0.5, 1}, 20, 0, 0), 60)
               .find("migrate") == std::string::npos);  // not while the last move settles
   }
+  SUBCASE("a rank slow only in its last steps (time slices), not on average, is not migrated") {
+    // Smoothed speeds balanced, the last step's bursty: a move planned on the last step would
+    // be undone by the next.
+    std::string actions = decide_n(*policy("hybrid", std::numeric_limits<double>::infinity()),
+                                   s.at({1, 1}, 20, 0, 20, {0.5, 1}), 40);
+    INFO(actions);
+    CHECK(actions.find("migrate") == std::string::npos);
+  }
   SUBCASE("a middle lambda resizes a fresh slowdown and migrates a lasting one") {
     auto hybrid = policy("hybrid", 16);
     std::string actions = decide_n(*hybrid, s.at({0.5, 1}), 40);

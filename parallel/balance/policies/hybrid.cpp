@@ -88,16 +88,21 @@ class HybridPolicy : public BalancePolicy {
     slow_age_ = imbalanced ? slow_age_ + 1 : 0;
     if (!imbalanced) return keep;
     double steps = static_cast<double>(std::min<int64_t>(planner_.horizon, std::max<int64_t>(slow_age_, 1)));
-    Plan mig = plan_migration(o.partition, speed, o.costs, o.comm, {static_cast<int64_t>(steps), 0.0});
+    // A move is costly to undo: it is planned as --balance migrate plans it, on the smoothed
+    // speeds and the ranks' bursts, and only if it makes the step min_gain faster. On the last
+    // step's speeds, or for any gain, a rank in time slices looks slow one step and fast the
+    // next, and the hybrid moved units back and forth (25 and 33 moves in 150 contended steps).
+    Plan mig = plan_migration(o.partition, o.speeds, o.costs, o.comm, {static_cast<int64_t>(steps), planner_.min_gain},
+                              bursts_of(o.table), holds_of(o.table), descheduled_of(o.table), burst_shapes_of(o.table));
     HybridCosts h;
     h.keep_ms = keep_ms;
     h.resize_ms = resize_ms;
     h.skipped_share = o.skipped_share(speed);
-    h.migrate_ms = mig.after_ms;
+    h.migrate_ms = keep_ms - (mig.now_ms - mig.after_ms);  // the move's saving, on the step as it is now
     // A migration's measured cost once there is one; before, two steps' time beyond its bytes.
     h.transfer_ms =
         o.migration_cost_ms >= 0 ? std::max(mig.transfer_ms, o.migration_cost_ms) : mig.transfer_ms + 2 * keep_ms;
-    h.can_migrate = mig.units_moved > 0 && o.since_move >= settle_steps_;
+    h.can_migrate = mig.migrate && o.since_move >= settle_steps_;
     h.steps = steps;
     h.lambda = lambda_;
     // No rank is slower than its own noise explains (or one was slow from the first step, so its
