@@ -25,7 +25,7 @@ struct MemoryBandwidth {
 
 // Each figure is the fastest of `reps` passes (other work only slows a pass down). Stores are
 // counted once, as STREAM counts them (a write-allocate's read is not added).
-inline MemoryBandwidth measure_memory_bandwidth(int threads, int64_t n = int64_t{96} << 20, int reps = 8) {
+inline MemoryBandwidth measure_memory_bandwidth(int threads, int64_t n = int64_t{96} << 20, int reps = 20) {
   struct Free {
     void operator()(float* p) const { std::free(p); }
   };
