@@ -1,13 +1,15 @@
 // bench/ops: speed of the core ops on the CPU at GPT-2 sizes.
 //  - the machine's f32 FMA peak (bench/fma_peak.h), per ISA the build has, at 1 thread and at
-//    the threads used, and each GEMM's share of it;
+//    the threads used, and each GEMM's share of it; beside it main memory's bandwidth
+//    (bench/memory_bandwidth.h), which bounds the passes over every parameter's state;
 //  - matmul GFLOP/s through flextp's tensor layer (which runs the packed AVX2 kernel of
 //    core/cpu/sgemm.cpp for big f32 products) next to a bare Eigen GEMM of the same size;
 //  - forward + backward ms of the fused attention, LayerNorm and cross-entropy at B = 4,
 //    T = 64..256, C = 768 (12 heads; vocabulary 50257 for the cross-entropy).
 //  - the fused ops beside the unfused ones they replace, forward + backward, alternated and each
 //    the median of its rounds (`bench_ops fusions` runs only these).
-//  - `bench_ops gemm`: the peak, then every product of a GPT-2 small step at B 4, T 64.
+//  - `bench_ops gemm`: the peak, then every product of a GPT-2 small step at B 4, T 64, and the
+//    MFU that step could reach at best (bench/step_bound.h).
 //  The GEMMs are GPT-2 small's (B 4, T 128) and the default `make train` model's (2048 rows,
 //  K and N of 128-512), forward and both backward products.
 #include <algorithm>
@@ -17,6 +19,8 @@
 #include <vector>
 
 #include "bench/fma_peak.h"
+#include "bench/memory_bandwidth.h"
+#include "bench/step_bound.h"
 #include "bench/timer.h"
 #include "core/autograd.h"
 #include "core/cpu/eigen.h"
@@ -35,10 +39,12 @@ using namespace flextp;
 
 namespace {
 
-double g_peak = 0;  // GFLOP/s that the GEMMs' shares are of
+double g_peak = 0;       // GFLOP/s that the GEMMs' shares are of
+double g_triad_gbs = 0;  // main memory's bandwidth at the threads used
 
 // op(a) [m, k] by op(b) [k, n]; trans_a is the weight-gradient product (activations^T by grads).
-void bench_matmul(int64_t m, int64_t k, int64_t n, bool trans_b, bool trans_a = false) {
+// Returns the fastest run's GFLOP/s.
+double bench_matmul(int64_t m, int64_t k, int64_t n, bool trans_b, bool trans_a = false) {
   Tensor a = trans_a ? Tensor::randn({k, m}, 1) : Tensor::randn({m, k}, 1);
   Tensor b = trans_b ? Tensor::randn({n, k}, 2) : Tensor::randn({k, n}, 2);
   double flops = 2.0 * m * n * k;
@@ -66,6 +72,7 @@ void bench_matmul(int64_t m, int64_t k, int64_t n, bool trans_b, bool trans_a = 
               (long long)a.size(0), (long long)a.size(1), trans_a ? "^T" : "  ", (long long)b.size(0),
               (long long)b.size(1), trans_b ? "^T" : "  ", ours, 100 * ours / g_peak, best, 100 * best / g_peak,
               flops / t_eigen / 1e6, t_eigen / t_layer);
+  return best;
 }
 
 template <typename Forward>
@@ -150,27 +157,49 @@ void bench_fusions() {
 }  // namespace
 
 // Every product of one GPT-2 small training step at B 4, T 64 (256 rows; the vocabulary padded to
-// 50304 as the model pads it): each linear's forward, input gradient and weight gradient.
-void bench_gpt2_small_step_gemms() {
-  const int64_t rows = 256, c = 768, vocab = 50304;
+// 50304 as the model pads it): each linear's forward, input gradient and weight gradient. Then the
+// step's bound (bench/step_bound.h): its model FLOPs at the products' combined fastest share of
+// the peak, plus the per-parameter passes at the measured memory bandwidth.
+void bench_gpt2_small_step_gemms(int threads) {
+  const int64_t rows = 256, c = 768, vocab = 50304, layers = 12, seq = 64;
   struct Linear {
     const char* name;
     int64_t in, out;
     bool column;  // weight stored [out, in] (x W^T); a row-parallel one is stored [in, out]
   };
   std::printf("GPT-2 small, B 4 T 64 (%lld rows): forward, input gradient, weight gradient\n", (long long)rows);
+  double gemm_flops = 0, gemm_s = 0;  // one step's products at their fastest runs
+  auto timed = [&](double best_gflops, int64_t m, int64_t k, int64_t n, double times) {
+    gemm_flops += times * 2.0 * m * k * n;
+    gemm_s += times * 2.0 * m * k * n / (best_gflops * 1e9);
+  };
   for (Linear l : {Linear{"qkv", c, 3 * c, true}, Linear{"attn proj", c, c, false}, Linear{"mlp fc", c, 4 * c, true},
                    Linear{"mlp proj", 4 * c, c, false}, Linear{"lm head", c, vocab, true}}) {
     std::printf("%s\n", l.name);
+    const double times = l.out == vocab ? 1 : static_cast<double>(layers);
     if (l.column) {
-      bench_matmul(rows, l.in, l.out, true);              // x [rows, in] by W [out, in]^T
-      bench_matmul(rows, l.out, l.in, false);             // g [rows, out] by W [out, in]
-      bench_matmul(l.out, rows, l.in, false, true);       // g^T [out, rows] by x [rows, in]
+      timed(bench_matmul(rows, l.in, l.out, true), rows, l.in, l.out, times);          // x [rows, in] by W [out, in]^T
+      timed(bench_matmul(rows, l.out, l.in, false), rows, l.out, l.in, times);         // g [rows, out] by W [out, in]
+      timed(bench_matmul(l.out, rows, l.in, false, true), l.out, rows, l.in, times);   // g^T [out, rows] by x [rows, in]
     } else {
-      bench_matmul(rows, l.in, l.out, false);             // x [rows, in] by W [in, out]
-      bench_matmul(rows, l.out, l.in, true);              // g [rows, out] by W [in, out]^T
-      bench_matmul(l.in, rows, l.out, false, true);       // x^T [in, rows] by g [rows, out]
+      timed(bench_matmul(rows, l.in, l.out, false), rows, l.in, l.out, times);         // x [rows, in] by W [in, out]
+      timed(bench_matmul(rows, l.out, l.in, true), rows, l.out, l.in, times);          // g [rows, out] by W [in, out]^T
+      timed(bench_matmul(l.in, rows, l.out, false, true), l.in, rows, l.out, times);   // x^T [in, rows] by g [rows, out]
     }
+  }
+  // GPT-2 small's parameters: per block the four linears, their biases and two LayerNorms; the
+  // tied embedding (padded), the positions and the final LayerNorm.
+  const double params = static_cast<double>(layers * (12 * c * c + 13 * c) + vocab * c + seq * c + 2 * c);
+  const double flops = 256 * (6 * params + 12.0 * layers * seq * c);
+  const double share = gemm_flops / gemm_s / (g_peak * 1e9);
+  std::printf("\n");
+  for (double s : {1.0, share}) {
+    bench::StepBound b = bench::step_bound(flops, g_peak, s, params, g_triad_gbs);
+    std::printf("step bound, GEMMs at %3.0f%% of the peak%s: %.0f ms of FLOPs + %.0f ms for %.0f M parameters x %.0f "
+                "bytes at the triad's bandwidth = %.1f%% MFU (%.0f tok/s)\n",
+                100 * s, s == 1.0 ? "              " : " (their fastest)", 1e3 * b.compute_s, 1e3 * b.memory_s,
+                params / 1e6, bench::kAdamWBytesPerParam + bench::kGradientBytesPerParam, 100 * b.mfu,
+                256 / (b.compute_s + b.memory_s));
   }
 }
 
@@ -182,6 +211,13 @@ void measure_peak(int threads) {
       std::printf("f32 FMA peak, %-7s %d thread%s %7.1f GFLOP/s\n", isa.c_str(), t, t == 1 ? ": " : "s:", p.gflops);
       if (t == threads) g_peak = std::max(g_peak, p.gflops);
     }
+  for (int t : {1, threads}) {
+    if (t == 1 && threads == 1 && g_triad_gbs > 0) continue;
+    bench::MemoryBandwidth bw = bench::measure_memory_bandwidth(t);
+    std::printf("memory bandwidth, %d thread%s  copy %5.1f GB/s, triad %5.1f GB/s\n", t, t == 1 ? ": " : "s:",
+                bw.copy_gbs, bw.triad_gbs);
+    if (t == threads) g_triad_gbs = bw.triad_gbs;
+  }
   std::printf("GEMM shares below are of %.1f GFLOP/s (the best at %d threads)\n\n", g_peak, threads);
 }
 
@@ -195,7 +231,7 @@ int main(int argc, char** argv) {
   std::printf("flextp bench/ops: %d threads, float32, median of 7 runs (GEMMs: and the fastest of 30)\n\n", threads);
   measure_peak(threads);
   if (argc > 1 && std::strcmp(argv[1], "gemm") == 0) {
-    bench_gpt2_small_step_gemms();
+    bench_gpt2_small_step_gemms(threads);
     return 0;
   }
   const int64_t c = 768, rows = 512;  // GPT-2 small: B 4, T 128

@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 
 #include "bench/fma_peak.h"
+#include "bench/memory_bandwidth.h"
+#include "bench/step_bound.h"
 #include "bench/timer.h"
 #include "core/allocator.h"
 #include "core/cuda/cuda_runtime_api.h"
@@ -210,6 +212,9 @@ int main(int argc, char** argv) {
   int threads = num_threads();
   // The CPU's roofline for MFU: measured before the runs, at the threads they use.
   bench::FmaPeak cpu_peak = gpu ? bench::FmaPeak{} : bench::fma_peak(threads);
+  // And the memory's: the bound column is the MFU with every FLOP at the peak and only AdamW's
+  // and the gradients' bytes per parameter on top (bench/step_bound.h).
+  bench::MemoryBandwidth memory = gpu ? bench::MemoryBandwidth{} : bench::measure_memory_bandwidth(threads);
   if (gpu)
     std::printf("flextp train throughput on %s: %s matmuls, median of %d steps after %d warm-up; MFU "
                 "against the H200's %.1f TFLOP/s (%s, dense)\n",
@@ -218,9 +223,13 @@ int main(int argc, char** argv) {
     std::printf("flextp train throughput: float32, %d threads, median of %d steps after %d warm-up; MFU "
                 "against the measured f32 FMA peak, %.1f GFLOP/s (%s, %d threads)\n",
                 threads, steps, warmup, cpu_peak.gflops, cpu_peak.isa.c_str(), cpu_peak.threads);
+  if (!gpu)
+    std::printf("MFU bound: every FLOP at that peak plus %.0f bytes per parameter (AdamW's and the gradient's) at the "
+                "measured triad bandwidth, %.1f GB/s (%d threads)\n",
+                bench::kAdamWBytesPerParam + bench::kGradientBytesPerParam, memory.triad_gbs, threads);
   std::printf("%-11s %-30s %11s %9s %11s %9s %7s%s\n", "config", "(V, T, L, H, C, B)", "flextp tok/s",
               "peak MiB", "torch tok/s", "peak MiB", "ratio",
-              gpu ? "  TFLOP/s   MFU" : "  flextp MFU  torch MFU");
+              gpu ? "  TFLOP/s   MFU" : "  flextp MFU  torch MFU  MFU bound");
   std::stringstream names(configs);
   std::string name;
   int failures = 0;
@@ -262,7 +271,14 @@ int main(int argc, char** argv) {
     if (!gpu && ours.is_object()) {  // both train the same model: the same FLOPs per token
       double per_token = flops_per_token(*c, ours["params"].get<int64_t>()), peak = cpu_peak.gflops * 1e9;
       std::printf("  %9.1f%%", 100 * a * per_token / peak);
-      if (b > 0) std::printf("  %8.1f%%", 100 * b * per_token / peak);
+      if (b > 0)
+        std::printf("  %8.1f%%", 100 * b * per_token / peak);
+      else
+        std::printf("  %9s", "-");
+      const double params = static_cast<double>(ours["params"].get<int64_t>());
+      bench::StepBound bound = bench::step_bound(per_token * c->batch * c->seq, cpu_peak.gflops, 1.0, params,
+                                                 memory.triad_gbs);
+      std::printf("  %8.1f%%", 100 * bound.mfu);
     }
     std::printf("\n");
     if (gpu && ours.is_object()) std::printf("  attention on %s\n", ours["attention"].get<std::string>().c_str());

@@ -48,8 +48,20 @@ struct PendingGrad {
 
 bool needs_grad(const Tensor& t) { return t.defined() && (t.requires_grad() || t.grad_fn()); }
 
-// Adds g into a slot: the first contribution is kept as is (no copy), later ones are summed into a
-// fresh tensor, since the first may share memory with a tensor some other node still reads.
+// Whether `g` (held by `holders` handles) is the only way to its memory, all of it: then the
+// engine may keep it, or sum into it, instead of copying it. A gradient some node still reads (an
+// op's backward that passes its incoming gradient through, a view of a bigger one) is shared.
+// Keeping a product instead of copying it spares a read and a write of every parameter's gradient
+// per step (GPT-2 small: 124 M parameters, ~1 GB of memory traffic).
+bool sole_owner(const Tensor& g, long holders) {
+  const TensorImpl& i = g.impl();
+  return g.impl_ptr().use_count() == holders && i.storage.use_count() == 1 && i.offset == 0 &&
+         i.storage->bytes == g.nbytes() && !i.grad && !i.grad_fn;
+}
+
+// Adds g into a slot: the first contribution is kept as is (no copy), later ones are summed into
+// the slot's own tensor when no one else can see it, else into a fresh tensor, since the first may
+// share memory with a tensor some other node still reads (the same sums either way).
 // A lone contribution keeps its communication pending; a sum needs both complete first.
 void accumulate(PendingGrad& slot, const Tensor& g, const Waits& waits) {
   if (!slot.g.defined()) {
@@ -60,17 +72,19 @@ void accumulate(PendingGrad& slot, const Tensor& g, const Waits& waits) {
   Waits mine = waits;
   finish(slot.waits);
   finish(mine);
-  Tensor sum = slot.g.clone();
-  add_inplace(sum, g);
-  slot.g = sum;
+  if (!sole_owner(slot.g, 1)) slot.g = slot.g.clone();
+  add_inplace(slot.g, g);
 }
 
-// A leaf's gradient accumulates (+=) over backward passes; the first contribution is copied, since
+// A leaf's gradient accumulates (+=) over backward passes; the first contribution becomes the
+// gradient when `g` is its only handle (the engine's: `holders` of them), else it is copied, since
 // g may share memory with a tensor the graph still reads.
-void add_to_leaf_grad(Tensor leaf, const Tensor& g) {
+void add_to_leaf_grad(Tensor leaf, const Tensor& g, long holders) {
   Tensor slot = leaf.grad();
   if (slot.defined())
     add_inplace(slot, g);
+  else if (sole_owner(g, holders) && !g.requires_grad())
+    leaf.impl().grad = g.impl_ptr();
   else
     leaf.impl().grad = g.clone().impl_ptr();
 }
@@ -146,8 +160,8 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
   FLEXTP_CHECK(g0.shape() == root.shape() && g0.dtype() == root.dtype(), "backward(): gradient ",
                g0.str(), " does not match tensor ", root.str());
 
-  if (!root.grad_fn()) {  // a leaf: its gradient is the given one
-    add_to_leaf_grad(root, g0);
+  if (!root.grad_fn()) {  // a leaf: its gradient is the given one (the caller's: always copied)
+    add_to_leaf_grad(root, g0, 0);
     if (g_leaf_ready) g_leaf_ready(&root.impl());
     return;
   }
@@ -218,7 +232,8 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
         } else {
           check_grad(*node, i, grads[i], e.leaf->shape, e.leaf->dtype);
           finish(deferred);  // a leaf's gradient is summed at once
-          add_to_leaf_grad(Tensor(e.leaf), grads[i]);
+          // Held by `grads` alone when the closure kept no handle of its own: it may be kept.
+          add_to_leaf_grad(Tensor(e.leaf), grads[i], 1);
         }
       }
     }

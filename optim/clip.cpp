@@ -16,7 +16,7 @@ GradSquares grad_squares(const std::vector<Parameter*>& params) {
     Tensor g = p->grad();
     if (!g.defined()) continue;
     Tensor& acc = p->replicated() ? replicated_sq : split_sq;
-    Tensor sq = sum(mul(g, g));
+    Tensor sq = sum_squares(g);  // one read of the gradient, no squared copy
     acc = acc.defined() ? add(acc, sq) : sq;
   }
   return {split_sq.defined() ? split_sq.item() : 0.0, replicated_sq.defined() ? replicated_sq.item() : 0.0};
@@ -51,8 +51,7 @@ void clip_to_norm(const std::vector<Parameter*>& params, double max_norm, double
     for (Parameter* p : params) {
       Tensor g = p->grad();
       if (!g.defined()) continue;
-      Tensor scaled = scale(g, s);
-      g.copy_from(scaled);
+      scale_inplace(g, s);
     }
   }
 }

@@ -1,9 +1,11 @@
-// The autograd engine: accumulation, no-grad, freed graphs, non-scalar roots, deep graphs, the leaf hook.
+// The autograd engine: accumulation, no-grad, freed graphs, non-scalar roots, deep graphs, the leaf hook,
+// gradients kept instead of copied when no one else holds them.
 #include <doctest/doctest.h>
 
 #include "core/autograd.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/reduce.h"
+#include "core/ops/shape_ops.h"
 #include "tests/gradcheck.h"
 
 using namespace flextp;
@@ -191,4 +193,71 @@ TEST_CASE("a deferred gradient summed with another, or reaching a leaf, is waite
   Tensor c = logged("c", x, log, true);                                  // x's directly: a leaf
   sum(add(add(a, b), c)).backward();
   test::check_values(x.grad(), {3, 3});
+}
+
+namespace {
+// An identity op whose backward returns what `make` makes of the incoming gradient, and notes
+// where the incoming gradient and the returned one live.
+struct Seen {
+  const void* incoming = nullptr;
+  const void* returned = nullptr;
+};
+Tensor through(const Tensor& in, Seen& seen, std::function<Tensor(const Tensor&)> make) {
+  Tensor out = in.detach().clone();
+  record("through", out, {in}, [&seen, make](const Tensor& g, const std::vector<bool>&) {
+    Tensor r = make(g);
+    seen.incoming = g.raw(), seen.returned = r.raw();
+    return std::vector<Tensor>{r};
+  });
+  return out;
+}
+Tensor fresh_twos(const Tensor& g) { return Tensor::full(g.shape(), 2.0, g.dtype()); }
+}  // namespace
+
+TEST_CASE("a gradient no one else holds becomes the leaf's gradient without a copy; a held one is copied") {
+  Tensor x = Tensor::ones({3});
+  x.set_requires_grad(true);
+  Seen seen;
+  sum(through(x, seen, fresh_twos)).backward();
+  CHECK(x.grad().raw() == seen.returned);  // kept, not copied
+  test::check_values(x.grad(), {2, 2, 2});
+  sum(through(x, seen, fresh_twos)).backward();  // accumulates into the kept one
+  test::check_values(x.grad(), {4, 4, 4});
+
+  Tensor y = Tensor::ones({3});
+  y.set_requires_grad(true);
+  Tensor held;  // the op keeps a handle of what it returns: the leaf must get a copy
+  sum(through(y, seen, [&held](const Tensor& g) { return held = fresh_twos(g); })).backward();
+  CHECK(y.grad().raw() != held.raw());
+  held.fill_(5);
+  test::check_values(y.grad(), {2, 2, 2});
+  // A view of a bigger block (its other rows may be in use) is copied too.
+  Tensor z = Tensor::ones({1, 3});
+  z.set_requires_grad(true);
+  sum(through(z, seen, [](const Tensor&) { return slice_rows(Tensor::full({2, 3}, 2.0), 1, 1); })).backward();
+  CHECK(z.grad().raw() != seen.returned);
+  test::check_values(z.grad(), {2, 2, 2});
+}
+
+TEST_CASE("a node's gradients are summed into the first one when no one else holds it, else into a copy") {
+  Tensor x = Tensor::ones({3});
+  x.set_requires_grad(true);
+  Seen at_a, first, second;
+  Tensor a = through(x, at_a, [](const Tensor& g) { return g; });
+  Tensor c = through(a, second, fresh_twos);  // created first: runs second
+  Tensor b = through(a, first, fresh_twos);
+  add(sum(b), sum(c)).backward();
+  CHECK(at_a.incoming == first.returned);  // summed in place
+  test::check_values(x.grad(), {4, 4, 4});
+
+  Tensor y = Tensor::ones({3});
+  y.set_requires_grad(true);
+  Tensor held;
+  Tensor ya = through(y, at_a, [](const Tensor& g) { return g; });
+  Tensor yc = through(ya, second, fresh_twos);
+  Tensor yb = through(ya, first, [&held](const Tensor& g) { return held = fresh_twos(g); });
+  add(sum(yb), sum(yc)).backward();
+  CHECK(at_a.incoming != held.raw());
+  test::check_values(held, {2, 2, 2});  // the op's own tensor is untouched
+  test::check_values(y.grad(), {4, 4, 4});
 }

@@ -6,6 +6,8 @@
 #include "optim/clip.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/reduce.h"
 #include "core/ops/shape_ops.h"
 #include "tests/gradcheck.h"
 
@@ -79,5 +81,31 @@ TEST_CASE("global gradient-norm clipping") {
   clip_grad_norm({&a, &b}, 1, nullptr);
   test::check_values(a.grad(), {0.6, 0}, 1e-5);
   test::check_values(b.grad(), {0.8}, 1e-5);
+  }
+}
+
+TEST_CASE("the gradient norm's one pass gives the bits of sum(mul(g, g)); clipping in place those of scale()") {
+  // Sizes around Eigen's vector widths and unrolling, and one much bigger than any of them.
+  for (int64_t n : {1, 7, 16, 33, 1000, 100003}) {
+    INFO("n = ", n);
+    for (DType dtype : {DType::F32, DType::F64}) {
+      Tensor g = Tensor::randn({n}, 11, 0, 0, 1, dtype);
+      CHECK(sum_squares(g).item() == sum(mul(g, g)).item());
+    }
+    // Squares of very different sizes: summed in float (not double) the small ones would be lost.
+    std::vector<float> mixed(n);
+    for (int64_t i = 0; i < n; ++i) mixed[i] = i % 3 ? 0.125f : 1024.f + static_cast<float>(i % 7);
+    Tensor m = Tensor::from_vector(mixed, {n});
+    CHECK(sum_squares(m).item() == sum(mul(m, m)).item());
+    Parameter p;
+    p.value = Tensor::zeros({n});
+    p.value.set_requires_grad(true);
+    p.value.set_grad(Tensor::randn({n}, 12, 0, 0, 3));
+    const double norm = std::sqrt(grad_squares({&p}).replicated), limit = norm / 4;
+    Tensor want = scale(p.grad(), limit / (norm + 1e-6));
+    const void* where = p.grad().raw();
+    clip_to_norm({&p}, limit, norm);
+    CHECK(p.grad().raw() == where);  // in place
+    CHECK(p.grad().to_vector<float>() == want.to_vector<float>());
   }
 }

@@ -13,4 +13,14 @@ void sum_all(const Tensor& x, Tensor& out) {
   });
 }
 
+void sum_squares_all(const Tensor& x, Tensor& out) {
+  detail::dispatch_float(x.dtype(), "sum_squares", [&](auto tag) {
+    using T = decltype(tag);
+    // The same expression as sum_all over mul's result (squares rounded to T, then summed in
+    // double): Eigen reduces both in the same order, so the two give the same bits.
+    auto v = flat<T>(x);
+    out.data<T>()[0] = static_cast<T>((v * v).template cast<double>().sum());
+  });
+}
+
 }  // namespace flextp::cpu

@@ -79,6 +79,8 @@ Tensor scale(const Tensor& x, double s) {
   return out;
 }
 
+void scale_inplace(Tensor& x, double s) { FLEXTP_DISPATCH(x.device(), scale, x, s, x); }
+
 void add_inplace(Tensor& dst, const Tensor& src, double alpha) {
   FLEXTP_CHECK(dst.shape() == src.shape() && dst.dtype() == src.dtype(), "add_inplace: ",
                dst.str(), " += ", src.str(), ": shapes or dtypes differ");

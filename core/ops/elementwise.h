@@ -22,6 +22,7 @@ Shape broadcast_shape(const Shape& a, const Shape& b);
 
 // Not recorded by autograd:
 void add_inplace(Tensor& dst, const Tensor& src, double alpha = 1.0);  // dst += alpha * src
+void scale_inplace(Tensor& x, double s);  // x *= s: bitwise scale(x, s), without a second tensor
 // Sums g over the dimensions that broadcasting expanded, giving a tensor of `shape`.
 Tensor sum_to_shape(const Tensor& g, const Shape& shape);
 

@@ -17,6 +17,16 @@ Tensor sum(const Tensor& x) {
   return out;
 }
 
+Tensor sum_squares(const Tensor& x) {
+  if (!x.device().is_cpu()) {
+    NoGradGuard ng;
+    return sum(mul(x, x));
+  }
+  Tensor out = Tensor::empty({}, x.dtype(), x.device());
+  cpu::sum_squares_all(x, out);
+  return out;
+}
+
 Tensor mean(const Tensor& x) {
   FLEXTP_CHECK(x.numel() > 0, "mean of an empty tensor ", x.str());
   return scale(sum(x), 1.0 / static_cast<double>(x.numel()));
