@@ -14,6 +14,7 @@
 #endif
 
 #include "bench/timer.h"
+#include "core/error.h"
 
 namespace flextp::bench {
 
@@ -32,6 +33,7 @@ inline MemoryBandwidth measure_memory_bandwidth(int threads, int64_t n = int64_t
   const size_t bytes = static_cast<size_t>(n) * sizeof(float);
   std::unique_ptr<float, Free> a(static_cast<float*>(std::aligned_alloc(64, bytes))),
       b(static_cast<float*>(std::aligned_alloc(64, bytes))), c(static_cast<float*>(std::aligned_alloc(64, bytes)));
+  FLEXTP_CHECK(a && b && c, "memory bandwidth: could not allocate three arrays of ", bytes >> 20, " MiB");
   float *pa = a.get(), *pb = b.get(), *pc = c.get();
   // Each pass runs `body` over [lo, hi) per thread, with the same split for every pass, so the
   // pages a thread first touched stay its own.

@@ -139,7 +139,8 @@ int main(int argc, char** argv) {
   app.add_flag("--predict", predict_mode, "predict one measured case (see --compute-ms) and print it as JSON");
   app.add_option("--compute-ms", compute_ms, "--predict: each rank's compute ms per step in the even split")
       ->delimiter(',');
-  app.add_option("--burst-ms", burst_ms, "--predict: each rank's burst ms per step in the even split (default 0)")
+  app.add_option("--burst-ms", burst_ms, "--predict: each rank's burst ms per step in the even split (default 0): how often it arrives "
+                 "first (with --hold-ms, --descheduled-ms); the waits come from --burst-shape")
       ->delimiter(',');
   app.add_option("--burst-shape", burst_shapes,
                  "--predict: each rank's burst shape in the even split, values joined by '/' (the metrics' "

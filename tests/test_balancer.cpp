@@ -309,7 +309,7 @@ TEST_CASE("the balancing decision carries the replicas' window shares") {
 TEST_CASE("the balancer records this rank's burst and says when the steps' work changed (the bursts' means restart)") {
   DrivenBalancer d("migrate");
   for (int i = 0; i < 4; ++i) CHECK_FALSE(d.step(1).work_changed);
-  CHECK(d.balancer->after_step(10, 0, d.params, {"m", "v"}, 2.5).work_changed == false);
+  CHECK(d.balancer->after_step(10, 0, d.params, {"m", "v"}, BurstSample(2.5)).work_changed == false);
   CHECK(d.balancer->monitor().table()[0].burst_ms > 0);  // rank 0's own burst, smoothed
   CHECK(d.balancer->monitor().table()[1].burst_ms == 0.0);  // rank 1 played without bursts
   std::string changed;

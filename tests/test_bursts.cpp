@@ -3,6 +3,7 @@
 // waits and targets with bursts, on hand-made segment times: no clocks, no timing asserts.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <numeric>
 
 #include "core/error.h"
@@ -93,9 +94,16 @@ TEST_CASE("a burst's shape: the segments' lateness relative to the step's mean p
   double mean = 0;
   for (double x : long_late) mean += x / kBurstShapePoints;
   CHECK(mean == doctest::Approx(1.0));
-  // Nothing to compare with: steady.
+  // Nothing to compare with, or nothing measurable: steady, never NaN (the monitor refuses it).
   CHECK(burst_shape({}, {}) == std::vector<double>(kBurstShapePoints, 1.0));
   CHECK(burst_shape({3}, {0}) == std::vector<double>(kBurstShapePoints, 1.0));
+  CHECK(burst_shape({0, 0}, {1, 1}) == std::vector<double>(kBurstShapePoints, 1.0));
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK(burst_shape({inf, nan}, {1, 1}) == std::vector<double>(kBurstShapePoints, 1.0));
+  // A segment of 0 ms or an infinite one is left out; the others still shape the step.
+  std::vector<double> partly = burst_shape({0, 2, 1, inf}, {1, 1, 1, 1});
+  CHECK(partly.front() == doctest::Approx(2.0 / 3));
+  CHECK(partly.back() == doctest::Approx(4.0 / 3));
 }
 
 TEST_CASE("the step clock keeps each compute segment of the step, one per collective and one at its end") {
@@ -118,11 +126,11 @@ TEST_CASE("the monitor carries every rank's burst and smooths it like the speeds
   Monitor monitor(1, 3);  // alpha 0.5
   UnitCounts units;
   for (UnitKind k : kUnitKinds) units.held[k] = 1;
-  monitor.record(*single, 10, 0, 100, units, 4.0);
+  monitor.record(*single, 10, 0, 100, units, BurstSample(4.0));
   CHECK(bursts_of(monitor.table()) == std::vector<double>{4.0});
-  monitor.record(*single, 10, 0, 100, units, 0.0);
+  monitor.record(*single, 10, 0, 100, units, BurstSample(0.0));
   CHECK(monitor.table()[0].burst_ms == doctest::Approx(2.0));
-  std::vector<double> row = Monitor::row(10, 0, 100, units, 3.0);
+  std::vector<double> row = Monitor::row(10, 0, 100, units, BurstSample(3.0));
   CHECK(row[row.size() - 1 - kBurstShapePoints] == 3.0);
   // The shape rides on the row after the burst and is smoothed point by point.
   BurstSample duty(1.0);
@@ -131,7 +139,7 @@ TEST_CASE("the monitor carries every rank's burst and smooths it like the speeds
   CHECK(monitor.table()[0].burst_shape.front() == doctest::Approx(0.75));
   CHECK(monitor.table()[0].burst_shape.back() == doctest::Approx(1.25));
   CHECK(burst_shapes_of(monitor.table()) == std::vector<std::vector<double>>{monitor.table()[0].burst_shape});
-  CHECK_THROWS_WITH_AS(monitor.record(*single, 10, 0, 100, units, -1.0), doctest::Contains("burst of -1"), Error);
+  CHECK_THROWS_WITH_AS(monitor.record(*single, 10, 0, 100, units, BurstSample(-1.0)), doctest::Contains("burst of -1"), Error);
   duty.shape[2] = 0;
   CHECK_THROWS_WITH_AS(monitor.record(*single, 10, 0, 100, units, duty), doctest::Contains("burst shape of 0"), Error);
   duty.shape.pop_back();
@@ -145,6 +153,8 @@ TEST_CASE("the slowest of independent spread arrivals, on paper") {
   CHECK(expected_slowest_ms({10, 10}, {{0.5, 1, 1.5}, {0.5, 1, 1.5}}) == doctest::Approx(110.0 / 9));
   CHECK(expected_slowest_ms({10, 10}, {{}, {0.5, 1, 1.5}}) == doctest::Approx(35.0 / 3));
   CHECK(expected_slowest_ms({}, {}) == 0.0);
+  CHECK_THROWS_WITH_AS(expected_slowest_ms({10, std::numeric_limits<double>::quiet_NaN()}, {}),
+                       doctest::Contains("finite and >= 0"), Error);
   CHECK_THROWS_WITH_AS(expected_slowest_ms({10, 10}, {{1}}), doctest::Contains("1 burst shapes for 2 ranks"), Error);
 }
 
@@ -168,6 +178,12 @@ TEST_CASE("bursts add waits where the ranks finish close together, none where on
   for (int j = 0; j < kBurstShapePoints; ++j) duty[j] = j % 2 ? 4.0 / 3 : 2.0 / 3;
   CHECK(burst_wait_ms(even, {1, 0.75}, costs(), {}, {}, {}, {steady, duty}) ==
         doctest::Approx((24.0 + 32.0 * 4 / 3) / 2 - 32.0));
+  // A shape off a mean of 1 (hand-made, or the median of each point over steps) counts only by
+  // its spread: never a shorter step than the mean speeds give.
+  std::vector<double> low(kBurstShapePoints), scaled_half = half;
+  for (int j = 0; j < kBurstShapePoints; ++j) low[j] = 0.9, scaled_half[j] *= 0.8;
+  CHECK(burst_wait_ms(even, {1, 0.75}, costs(), {}, {}, {}, {steady, low}) == 0.0);
+  CHECK(burst_wait_ms(even, {1, 0.75}, costs(), {}, {}, {}, {steady, scaled_half}) == doctest::Approx(4.0));
   // No bursts, or steady shapes: the mean-speed step, exactly.
   CHECK(predicted_step_ms(even, {1, 0.75}, costs(), {}) == predicted_step_ms(even, {1, 0.75}, costs()));
   CHECK(predicted_step_ms(even, {1, 0.75}, costs(), {0, 0}) == predicted_step_ms(even, {1, 0.75}, costs()));

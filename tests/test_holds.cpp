@@ -38,7 +38,7 @@ class PlayedPeer : public Communicator {
   void all_reduce(Tensor&, ReduceOp) override {}
   void broadcast(Tensor&, int) override {}
   void all_gather(const Tensor& in, Tensor& out) override {
-    std::vector<double> all = in.to_vector<double>(), theirs = Monitor::row(10, 0, 100, some_units(), 0, peer);
+    std::vector<double> all = in.to_vector<double>(), theirs = Monitor::row(10, 0, 100, some_units(), BurstSample(), peer);
     all.insert(all.end(), theirs.begin(), theirs.end());
     out.copy_from(Tensor::from_vector(all, out.shape()));
   }
@@ -114,7 +114,7 @@ TEST_CASE("the monitor carries each rank's descheduled time and hold, and blames
   mine.add(6, 1, 1);  // rank 0 is last at the first by 4 ms
   mine.add(7, 8, 8);  // and first at the second, 3 ms ahead
   Monitor monitor(2, 3);  // alpha 0.5
-  monitor.record(comm, 10, 9, 100, some_units(), 0, mine);
+  monitor.record(comm, 10, 9, 100, some_units(), BurstSample(), mine);
   const std::vector<RankRow>& t = monitor.table();
   CHECK(t[0].late_ms == 4.0);
   CHECK(t[1].late_ms == 3.0);
@@ -128,7 +128,7 @@ TEST_CASE("the monitor carries each rank's descheduled time and hold, and blames
   const double hold = comm.peer.hold_ms();
   comm.peer.clear();
   mine.clear();
-  monitor.record(comm, 10, 9, 100, some_units(), 0, mine);
+  monitor.record(comm, 10, 9, 100, some_units(), BurstSample(), mine);
   CHECK(monitor.table()[0].late_ms == doctest::Approx(2.0));
   CHECK(monitor.table()[1].hold_ms == doctest::Approx(hold / 2));
 }

@@ -206,6 +206,18 @@ TEST_CASE("hybrid: lambda prices skipped importance against a migration's cost o
     CHECK(actions.rfind("resize resize resize resize resize", 0) == 0);
     CHECK(actions.find("migrate") != std::string::npos);
   }
+  SUBCASE("once its price passes keeping, a resizing episode that cannot migrate keeps, and does not restart") {
+    // No move possible (the last one still settling): resized 15.8 ms against keeping 20 ms, at
+    // 10 x 0.25 = 2.5 ms a step at first; past ~22 steps the price makes keeping cheaper. A kept
+    // step while the slowdown lasts does not reset the price, so resizing does not start again.
+    std::string actions = decide_n(*policy("hybrid", 10), s.at({0.5, 1}, 20, 0, 0), 60);
+    INFO(actions);
+    CHECK(actions.rfind("resize resize resize resize resize", 0) == 0);
+    const size_t kept = actions.find("keep");
+    REQUIRE(kept != std::string::npos);
+    CHECK(actions.find("resize", kept) == std::string::npos);
+    CHECK(actions.find("migrate") == std::string::npos);
+  }
   SUBCASE("a rank slow from the first step is never clear of its noise: migrated, not resized") {
     // Measured times whose speeds never change: the noise gate's baseline holds the slowness.
     for (RankRow& r : s.rows) r.work = 100, r.compute_ms = 100;

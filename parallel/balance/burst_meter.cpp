@@ -1,6 +1,7 @@
 #include "parallel/balance/burst_meter.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "core/error.h"
@@ -11,7 +12,7 @@ std::vector<double> burst_shape(const std::vector<double>& segment_ms, const std
   std::vector<std::pair<double, double>> ratio;  // (time / mean, mean) per segment
   double time = 0, mean = 0;
   for (size_t k = 0; k < segment_ms.size() && k < mean_ms.size(); ++k)
-    if (mean_ms[k] > 0 && segment_ms[k] >= 0) {
+    if (mean_ms[k] > 0 && std::isfinite(mean_ms[k]) && segment_ms[k] > 0 && std::isfinite(segment_ms[k])) {
       ratio.push_back({segment_ms[k] / mean_ms[k], mean_ms[k]});
       time += segment_ms[k];
       mean += mean_ms[k];
@@ -29,6 +30,7 @@ std::vector<double> burst_shape(const std::vector<double>& segment_ms, const std
     shape[j] = ratio[i].first;
     sum += shape[j];
   }
+  if (!(sum > 0) || !std::isfinite(sum)) return std::vector<double>(kBurstShapePoints, 1.0);
   for (double& x : shape) x *= kBurstShapePoints / sum;
   return shape;
 }

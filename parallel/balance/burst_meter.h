@@ -36,7 +36,8 @@ inline constexpr int kBurstShapePoints = 8;
 
 // A step's burst: its ms, and its shape (kBurstShapePoints values; all 1: steady).
 struct BurstSample {
-  BurstSample(double burst_ms = 0) : ms(burst_ms), shape(kBurstShapePoints, 1.0) {}  // NOLINT: a steady burst
+  BurstSample() : BurstSample(0.0) {}
+  explicit BurstSample(double burst_ms) : ms(burst_ms), shape(kBurstShapePoints, 1.0) {}  // steady
   double ms;
   std::vector<double> shape;
 };

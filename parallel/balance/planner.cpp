@@ -91,6 +91,7 @@ double expected_slowest_ms(const std::vector<double>& mean_ms, const std::vector
     double weight;
   };
   std::vector<Arrival> at;
+  for (double m : mean_ms) FLEXTP_CHECK(std::isfinite(m) && m >= 0, "planner: mean times must be finite and >= 0 ms, got ", m);
   for (size_t r = 0; r < mean_ms.size(); ++r) {
     const bool steady = shapes.empty() || shapes[r].empty();
     const size_t k = steady ? 1 : shapes[r].size();
@@ -122,7 +123,18 @@ double burst_wait_ms(const Partition& p, const std::vector<double>& speed, const
   for (int r = 0; r < n; ++r) mean[r] = (work[r] - c.replicated_work) / std::max(speed[r], 1e-30);
   // The bursts' waits: the expected slowest arrival over the slowest mean; the slices', added
   // over the ranks.
-  const double late = spread ? expected_slowest_ms(mean, burst_shapes) - *std::max_element(mean.begin(), mean.end()) : 0.0;
+  double late = 0;
+  if (spread) {
+    // Each shape on a mean of 1 (a hand-made or median-of-points shape may be off): the
+    // spread, not a change of mean speed, which the speeds already hold.
+    std::vector<std::vector<double>> unit_mean = burst_shapes;
+    for (std::vector<double>& shape : unit_mean) {
+      double sum = 0;
+      for (double x : shape) sum += x;
+      for (double& x : shape) x *= static_cast<double>(shape.size()) / sum;
+    }
+    late = std::max(0.0, expected_slowest_ms(mean, unit_mean) - *std::max_element(mean.begin(), mean.end()));
+  }
   double sliced = 0;
   for (int r = 0; r < n; ++r) {
     double others = 0;
@@ -201,7 +213,7 @@ Partition burst_aware_partition(const Partition& current, const std::vector<doub
                                 const std::vector<double>& descheduled_ms,
                                 const std::vector<std::vector<double>>& burst_shapes) {
   Partition best = balanced_partition(current, speed, c);
-  if (!has_bursts(burst_ms, current.ranks())) return best;
+  if (!has_bursts(burst_ms, current.ranks())) return best;  // the head starts are multiples of the bursts
   double best_ms = predicted_step_ms(best, speed, c, burst_ms, hold_ms, descheduled_ms, burst_shapes);
   for (double times : {1.0, 2.0}) {
     std::vector<double> start;

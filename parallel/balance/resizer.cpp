@@ -68,10 +68,10 @@ void Resizer::observe(const std::vector<Parameter*>& params, int64_t step) {
       if (o_.priority == "taylor") {
         if (!g.defined()) continue;
         Tensor wg = mul(w, slice_rows(g, offsets[i], rows));
-        s = sum(mul(wg, wg)).item();  // squared, then rooted: |w * g| as an L2 over the unit
+        s = sum_squares(wg).item();  // squared, then rooted: |w * g| as an L2 over the unit
         s = std::sqrt(s);
       } else if (o_.priority == "norm") {
-        s = sum(mul(w, w)).item();
+        s = sum_squares(w).item();
       } else {
         s = rng::uniform(static_cast<uint64_t>(step), rng::stream_id(p->group().name.c_str()) + u, o_.seed);
       }

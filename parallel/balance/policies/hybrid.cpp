@@ -68,7 +68,13 @@ class HybridPolicy : public BalancePolicy {
   Decision decide(const Observation& o) override {
     Decision d = choose(o);
     resizing_ = d.action == Action::resize || d.action == Action::probe;
-    resized_steps_ = resizing_ ? resized_steps_ + 1 : 0;
+    // The episode's price is what the skipped units have fallen behind: a step kept at full
+    // work while the slowdown lasts does not let them catch up, so only its end (or a move
+    // that ends the imbalance) starts the price afresh.
+    if (resizing_)
+      ++resized_steps_;
+    else if (d.action == Action::migrate || slow_age_ == 0)
+      resized_steps_ = 0;
     return d;
   }
 
@@ -98,7 +104,8 @@ class HybridPolicy : public BalancePolicy {
     h.keep_ms = keep_ms;
     h.resize_ms = resize_ms;
     h.skipped_share = o.skipped_share(speed);
-    h.migrate_ms = keep_ms - (mig.now_ms - mig.after_ms);  // the move's saving, on the step as it is now
+    // The move's saving as a share of the step, applied to the step as the last one measured it.
+    h.migrate_ms = mig.now_ms > 0 ? keep_ms * mig.after_ms / mig.now_ms : keep_ms;
     // A migration's measured cost once there is one; before, two steps' time beyond its bytes.
     h.transfer_ms =
         o.migration_cost_ms >= 0 ? std::max(mig.transfer_ms, o.migration_cost_ms) : mig.transfer_ms + 2 * keep_ms;
@@ -128,7 +135,7 @@ class HybridPolicy : public BalancePolicy {
   int64_t slow_age_ = 0;  // steps the ranks have been out of balance
   NoiseGate noise_;
   bool resizing_ = false;  // the last decision resized or probed: an episode of resizing goes on
-  int64_t resized_steps_ = 0;  // the episode's length so far (its probes included)
+  int64_t resized_steps_ = 0;  // the episode's resized steps so far (its probes included)
 };
 
 }  // namespace
