@@ -20,7 +20,10 @@ slowdown, and the ideal bound (docs/hetero_grid.json, docs/hetero_grid.png). Whe
 --dp-shares yet, the even rows run without it (even shares are all there is) and the share rows
 say they need it.
 
-usage: bench/hetero.py [--ranks 2,4] [--factors 2,4] [--contend 1,1:50/100] [--steps 40]
+With --repeat N every case's even split and migration run N times, alternated: each cell is the
+median of the N runs, and a line under the row gives each run's even/mig and mig/ideal.
+
+usage: bench/hetero.py [--ranks 2,4] [--factors 2,4] [--contend 1,1:50/100] [--steps 40] [--repeat 1]
                        [--grid 2x2] [--grid-factor 2] [--grid-contend 1]
                        [--train-args "--n-layer 2"] [--build build] [--out docs]
 Everything runs through build/train under mpirun; the losses of all runs are compared too.
@@ -152,6 +155,7 @@ def main():
     ap.add_argument("--factors", default="2,4")
     ap.add_argument("--contend", default="1,1:50/100", help="THREADS[:BUSY/PERIOD] cases; empty: none")
     ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each case's even split and migration (medians)")
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default="docs")
     ap.add_argument("--grid", default="2x2", help="DPxTP grid case with its last rank slow; empty: none")
@@ -159,6 +163,8 @@ def main():
     ap.add_argument("--grid-contend", default="1", help="the grid case's THREADS[:BUSY/PERIOD]; empty: none")
     ap.add_argument("--train-args", default="", help="flags for every run, e.g. a smaller model")
     a = ap.parse_args()
+    if a.repeat < 1:
+        ap.error(f"--repeat must be at least 1, got {a.repeat}")
     TRAIN_ARGS.extend(a.train_args.split())
     work = tempfile.mkdtemp(prefix="flextp-hetero-")
     results, curves = [], {}
@@ -175,9 +181,17 @@ def main():
             base = bases[bind]
             t_base = median_ms(base, settle)
             name = f"{n}_{mode}_{label.replace(':', '_').replace('/', '_')}"
-            even = run(a.build, n, a.steps, slow + ["--balance", "none"], work, f"even{name}", bind)
-            mig = run(a.build, n, a.steps, slow + ["--balance", "migrate"], work, f"mig{name}", bind)
-            ideal, measured_factor = ideal_ms(even, base, settle)
+            each = []  # per run: (even ms, migrate ms, ideal ms, measured factor, react steps, loss gap)
+            for i in range(a.repeat):
+                suffix = f"_{i}" if a.repeat > 1 else ""
+                even = run(a.build, n, a.steps, slow + ["--balance", "none"], work, f"even{name}{suffix}", bind)
+                mig = run(a.build, n, a.steps, slow + ["--balance", "migrate"], work, f"mig{name}{suffix}", bind)
+                ideal_i, measured_i = ideal_ms(even, base, settle)
+                react_i = next((r["step"] - ONSET for r in mig[ONSET:] if r["ms"] <= 1.15 * ideal_i), None)
+                each.append((median_ms(even, settle), median_ms(mig, settle), ideal_i, measured_i, react_i,
+                             max_loss_gap(mig, base)))
+            ideal = statistics.median(e[2] for e in each)
+            measured_factor = statistics.median(e[3] for e in each)
             units_back = None
             if mode == "emulated":
                 # The slowdown ends at step 30: migration must give the units back.
@@ -187,12 +201,14 @@ def main():
                 units_back = next((r["step"] - end for r in back[end:]
                                    if max(x["units"]["head"] for x in r["ranks"]) - min(x["units"]["head"] for x in r["ranks"]) <= 1),
                                   None)
-            t_even, t_mig = median_ms(even, settle), median_ms(mig, settle)
-            react = next((r["step"] - ONSET for r in mig[ONSET:] if r["ms"] <= 1.15 * ideal), None)
-            same_loss = max_loss_gap(mig, base)
+            t_even, t_mig = statistics.median(e[0] for e in each), statistics.median(e[1] for e in each)
+            reacts = sorted(e[4] for e in each if e[4] is not None)
+            react = reacts[(len(reacts) - 1) // 2] if len(reacts) * 2 > len(each) else None  # most runs reacted
+            same_loss = max(e[5] for e in each)
             results.append(dict(ranks=n, mode=mode, slowdown=label, measured_factor=measured_factor, no_slowdown=t_base,
                                 even=t_even, migrate=t_mig, ideal=ideal, speedup=t_even / t_mig, vs_ideal=t_mig / ideal - 1,
-                                react_steps=react, recover_steps=units_back, max_loss_gap=same_loss))
+                                react_steps=react, recover_steps=units_back, max_loss_gap=same_loss,
+                                each_speedup=[e[0] / e[1] for e in each], each_vs_ideal=[e[1] / e[2] - 1 for e in each]))
             curves[f"{n} ranks, {mode} {label}, even split"] = [r["ms"] for r in even]
             curves[f"{n} ranks, {mode} {label}, migrate"] = [r["ms"] for r in mig]
 
@@ -204,6 +220,9 @@ def main():
         print(f"{r['ranks']:>5} {r['mode']:>9} {r['slowdown']:>10} {r['measured_factor']:>7.2f}x {r['no_slowdown']:>8.1f} "
               f"{r['even']:>8.1f} {r['migrate']:>8.1f} {r['ideal']:>8.1f} {r['speedup']:>8.2f}x {100 * r['vs_ideal']:>8.1f}% "
               f"{str(r['react_steps']):>6} {str(r['recover_steps']):>7} {r['max_loss_gap']:>9.1e}")
+        if a.repeat > 1:
+            print(f"{'':>16}runs: even/mig {', '.join(f'{x:.2f}' for x in r['each_speedup'])}; "
+                  f"mig/ideal {', '.join(f'{100 * x:.1f}%' for x in r['each_vs_ideal'])}")
     print("measured: slowest over fastest rank's compute in the even split; react: steps after step 10 until a step is "
           "within 15% of the ideal; recover: steps after the slowdown ends until the heads are even again (emulated "
           "only); loss gap: largest |loss(migrate) - loss(no slowdown)|")
