@@ -18,15 +18,15 @@
 //                  [--n-layer 4 --n-head 4 --n-embd 128 --vocab 256 --mlp-unit 32 --batch 16 --seq-len 128]
 #include <CLI/CLI.hpp>
 #include <cmath>
-#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <nlohmann/json.hpp>
 
 #include "bench/simulate_grid.h"
 #include "core/error.h"
+#include "core/text_fields.h"
 #include "core/random.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
@@ -71,16 +71,11 @@ int predict_measured(const GPTConfig& c, int64_t batch, int64_t seq, const std::
   std::vector<std::vector<double>> shapes;
   for (const std::string& arg : shape_args) {
     std::vector<double> shape;
-    size_t at = 0;
-    while (at <= arg.size()) {
-      size_t end = std::min(arg.find('/', at), arg.size());
-      const std::string value = arg.substr(at, end - at);
-      char* stop = nullptr;
-      double x = std::strtod(value.c_str(), &stop);
-      FLEXTP_CHECK(!value.empty() && stop == value.c_str() + value.size() && std::isfinite(x) && x > 0,
-                   "--burst-shape: '", value, "' in '", arg, "' is not a positive number");
-      shape.push_back(x);
-      at = end + 1;
+    for (const std::string& value : split_fields(arg, '/')) {
+      std::optional<double> x = whole_double(value);
+      FLEXTP_CHECK(x && std::isfinite(*x) && *x > 0, "--burst-shape: '", value, "' in '", arg,
+                   "' is not a positive number");
+      shape.push_back(*x);
     }
     shapes.push_back(shape);
   }

@@ -93,29 +93,27 @@ void Monitor::ingest(const std::vector<std::vector<double>>& rows) {
   ++samples_;
 }
 
-std::vector<double> Monitor::speeds() const {
-  std::vector<double> s;
-  for (const RankRow& r : rows_) s.push_back(r.speed);
-  return s;
+namespace {
+
+// One field of every rank's row, in rank order.
+template <typename T>
+std::vector<T> column(const std::vector<RankRow>& table, T RankRow::*field) {
+  std::vector<T> out;
+  for (const RankRow& r : table) out.push_back(r.*field);
+  return out;
 }
 
-std::vector<double> bursts_of(const std::vector<RankRow>& table) {
-  std::vector<double> b;
-  for (const RankRow& r : table) b.push_back(r.burst_ms);
-  return b;
-}
+}  // namespace
+
+std::vector<double> Monitor::speeds() const { return column(rows_, &RankRow::speed); }
+
+std::vector<double> bursts_of(const std::vector<RankRow>& table) { return column(table, &RankRow::burst_ms); }
 
 std::vector<std::vector<double>> burst_shapes_of(const std::vector<RankRow>& table) {
-  std::vector<std::vector<double>> s;
-  for (const RankRow& r : table) s.push_back(r.burst_shape);
-  return s;
+  return column(table, &RankRow::burst_shape);
 }
 
-std::vector<double> holds_of(const std::vector<RankRow>& table) {
-  std::vector<double> h;
-  for (const RankRow& r : table) h.push_back(r.hold_ms);
-  return h;
-}
+std::vector<double> holds_of(const std::vector<RankRow>& table) { return column(table, &RankRow::hold_ms); }
 
 std::vector<double> descheduled_of(const std::vector<RankRow>& table) {
   // What costs the others is the time off after the last rank arrived; a rank that waited for
