@@ -71,6 +71,14 @@ void TrainLog::step(const StepReport& r) {
     if (r.step == 1 && cuda_) say("attention on %s\n", cuda::attention_path().c_str());
   }
   progress_.step(r.step, r.loss, r.ms);
+  if (r.balance.trial == "try")
+    say("step %5lld | try: %s%s, judged by the next steps\n", (long long)r.step, r.balance.choice.c_str(),
+        r.balance.explored ? " (the model's best move: the steps stay far above its ideal)" : "");
+  if (r.balance.trial == "kept" || r.balance.trial == "undone")
+    say("step %5lld | %s: the step went %.1f -> %.1f ms (%+.1f%%; predicted %+.1f%%)%s\n", (long long)r.step,
+        r.balance.trial.c_str(), r.balance.trial_before_ms, r.balance.trial_after_ms,
+        100 * (r.balance.trial_after_ms / r.balance.trial_before_ms - 1), -100 * r.balance.predicted_gain,
+        r.balance.trial == "undone" ? "; undone now, no new try for a while" : "");
   if (r.balance.plan.migrate)
     say("step %5lld | %s; moved in %.1f ms; units per rank now %s\n", (long long)r.step,
         r.balance.plan.str().c_str(), r.balance.migrate_ms, r.partition_text.c_str());
@@ -99,6 +107,15 @@ void TrainLog::metrics(const StepReport& r) {
     line["burst_wait_ms"] = r.balance.plan.burst_wait_ms;
     line["ideal_ms"] = r.balance.plan.ideal_ms;
     line["moved_bytes"] = r.balance.moved.bytes_sent;
+    line["correction"] = r.balance.correction;
+    if (!r.balance.trial.empty()) {
+      line["trial"] = {{"event", r.balance.trial}, {"explored", r.balance.explored},
+                       {"predicted_gain", r.balance.predicted_gain}};
+      if (r.balance.trial != "try") {
+        line["trial"]["before_ms"] = r.balance.trial_before_ms;
+        line["trial"]["after_ms"] = r.balance.trial_after_ms;
+      }
+    }
   }
   if (r.grid.dp > 1) {  // a data x tensor parallel grid: its shape, this rank's place, the gradient sum
     line["grid"] = {{"tp", r.grid.tp}, {"dp", r.grid.dp}, {"tp_rank", r.grid.tp_rank}, {"replica", r.grid.dp_rank}};

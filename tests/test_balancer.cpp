@@ -58,6 +58,10 @@ class PlayedRanks : public Communicator {
 };
 
 void append(std::string& choices, const std::string& choice) { choices += (choices.empty() ? "" : " ") + choice; }
+// The closed loop's events of the steps, space-separated (steps without one add nothing).
+void append_event(std::string& events, const std::string& event) {
+  if (!event.empty()) append(events, event);
+}
 
 // A balancer on rank 0 of an even split of a tiny GPT's units.
 struct DrivenBalancer {
@@ -69,7 +73,8 @@ struct DrivenBalancer {
   double base = 0;  // work per ms that makes rank 0's even share take 10 ms
   int64_t steps = 0;
 
-  DrivenBalancer(const std::string& policy, double lambda = 100, std::unique_ptr<BalancePolicy> own = nullptr)
+  DrivenBalancer(const std::string& policy, double lambda = 100, std::unique_ptr<BalancePolicy> own = nullptr,
+                 double min_gain = 0.1)
       : initial(Partition::even(unit_groups(balancing_gpt()), 2)) {
     comm.speed = {1, 1};
     model = std::make_unique<GPT>(balancing_gpt(), LocalUnits::of_rank(balancing_gpt(), initial, 0), &comm);
@@ -78,6 +83,7 @@ struct DrivenBalancer {
     o.policy = policy;
     o.lambda = lambda;
     o.resize.priority = "norm";  // importance from the weights alone: no gradients needed
+    o.planner.min_gain = min_gain;
     CommCostModel free;
     free.fits["p2p"] = {0.0, 0.0};
     if (!own) own = make_policy(o);
@@ -87,10 +93,11 @@ struct DrivenBalancer {
     base = balancer->work_of(0) / 10.0;
   }
   // One step with rank 0 at this speed (1: rank 1's, its even share in 10 ms); what was chosen.
-  BalanceStep step(double speed0, double speed1 = 1) {
+  // wait0: ms rank 0 waits in the step's collectives beyond its compute (a step made longer).
+  BalanceStep step(double speed0, double speed1 = 1, double wait0 = 0) {
     comm.speed = {speed0 * base, speed1 * base};
     balancer->observe_gradients(params, steps++);
-    return balancer->after_step(balancer->work_of(0) / comm.speed[0], 0.0, params, {"m", "v"});
+    return balancer->after_step(balancer->work_of(0) / comm.speed[0], wait0, params, {"m", "v"});
   }
   // The choices of n steps at this speed, space-separated.
   std::string steps_at(int n, double speed0) {
@@ -326,4 +333,77 @@ TEST_CASE("the balancer records this rank's burst and says when the steps' work 
   CHECK(first.work_changed);
   CHECK(r.step(1).work_changed);  // units restored: the work changed again
   CHECK(r.step(1).work_changed == false);
+}
+
+TEST_CASE("closed loop: a move that pays is kept; one that makes the steps slower is undone within its window") {
+  SUBCASE("kept") {
+    DrivenBalancer d("migrate");
+    d.steps_at(4, 1);
+    std::string trials;
+    for (int i = 0; i < 12; ++i) append_event(trials, d.step(0.5).trial);
+    CHECK(trials == "try kept");
+    CHECK(d.moved());
+  }
+  SUBCASE("undone, and no new try while it backs off") {
+    DrivenBalancer d("migrate");
+    d.steps_at(4, 1);
+    std::string trials, choices;
+    for (int i = 0; i < 14; ++i) {
+      BalanceStep b = d.step(0.5, 1, d.moved() ? 30.0 : 0.0);  // after the move every step is 30 ms longer
+      append_event(trials, b.trial);
+      append(choices, b.choice);
+    }
+    CHECK(trials == "try undone");
+    // The second slow step confirms the straggler; the move is judged on the fifth step after it.
+    CHECK(choices == "keep migrate " + times(4, "keep") + " undo " + times(7, "keep"));
+    CHECK_FALSE(d.moved());
+    CHECK(d.balancer->trials().backoff_left() > 0);
+  }
+  SUBCASE("a resize that does not shorten the step is undone, its units restored") {
+    DrivenBalancer d("resize");
+    d.steps_at(4, 1);
+    std::string trials;
+    for (int i = 0; i < 6; ++i) append_event(trials, d.step(0.5, 1, d.skipped() ? 20.0 : 0.0).trial);
+    CHECK(trials == "try undone");
+    CHECK(d.skipped() == 0);
+    CHECK(d.steps_at(5, 0.5) == times(5, "keep"));  // backing off: no resizing again yet
+  }
+}
+
+TEST_CASE("closed loop: with no move predicted to pay but steps far above the ideal, the model's best move is tried") {
+  // min_gain 0.9: the policy itself never moves; the loop tries the model's balanced split.
+  DrivenBalancer d("migrate", 100, nullptr, 0.9);
+  d.steps_at(4, 1);
+  std::string trials;
+  bool explored = false;
+  for (int i = 0; i < 16; ++i) {
+    BalanceStep b = d.step(0.5);
+    append_event(trials, b.trial);
+    explored = explored || b.explored;
+  }
+  CHECK(trials == "try kept");
+  CHECK(explored);
+  CHECK(d.moved());
+  // Equal speeds: the steps are near the ideal and nothing is tried.
+  DrivenBalancer quiet("migrate", 100, nullptr, 0.9);
+  std::string none;
+  for (int i = 0; i < 30; ++i) append_event(none, quiet.step(1).trial);
+  CHECK(none.empty());
+}
+
+TEST_CASE("closed loop: a policy may opt out and judge its own moves") {
+  class Stubborn : public BalancePolicy {
+   public:
+    bool closed_loop() const override { return false; }
+    Decision decide(const Observation& o) override {
+      Plan plan = plan_migration(o.partition, o.speeds, o.costs, o.comm, {50, 0.1});
+      return plan.migrate ? migrate_by(plan) : keep_at(o, o.speeds);
+    }
+  };
+  DrivenBalancer d("none", 100, std::make_unique<Stubborn>());
+  d.steps_at(4, 1);
+  std::string trials;
+  for (int i = 0; i < 14; ++i) append_event(trials, d.step(0.5, 1, d.moved() ? 30.0 : 0.0).trial);
+  CHECK(trials.empty());
+  CHECK(d.moved());
 }

@@ -10,6 +10,39 @@
 
 namespace flextp {
 
+namespace {
+
+// The table as the policies see it: without the refinements switched off (an ablation).
+std::vector<RankRow> model_view(std::vector<RankRow> table, const ModelRefinements& m) {
+  for (RankRow& r : table) {
+    if (!m.bursts) {
+      r.burst_ms = 0;
+      std::fill(r.burst_shape.begin(), r.burst_shape.end(), 1.0);
+    }
+    if (!m.holds) r.hold_ms = r.descheduled_ms = r.late_ms = 0;
+  }
+  return table;
+}
+
+}  // namespace
+
+ModelRefinements refinements_without(const std::string& off) {
+  ModelRefinements m;
+  size_t at = 0;
+  while (at <= off.size() && !off.empty()) {
+    size_t comma = off.find(',', at);
+    std::string name = off.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (name == "bursts") m.bursts = false;
+    else if (name == "holds") m.holds = false;
+    else if (name == "noise-gate") m.noise_gate = false;
+    else if (name == "head-starts") m.head_starts = false;
+    else FLEXTP_FAIL("no model refinement is called '", name, "'; they are bursts, holds, noise-gate, head-starts");
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return m;
+}
+
 Balancer::Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition initial, UnitCosts costs,
                    CommCostModel comm_model, BalanceOptions o)
     : Balancer(comm, std::move(units), std::move(initial), std::move(costs), std::move(comm_model), o,
@@ -25,7 +58,9 @@ Balancer::Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition i
       o_(std::move(o)),
       policy_(std::move(policy)),
       monitor_(comm.size(), o_.window),
-      resizer_(o_.resize) {
+      resizer_(o_.resize),
+      trials_(o_.trials),
+      correction_(comm.size(), 1.0) {
   FLEXTP_CHECK(policy_ != nullptr, "the balancer needs a policy");
   FLEXTP_CHECK(o_.lambda >= 0, "the hybrid's lambda must be >= 0 (inf: never drop work), got ", o_.lambda);
   // The policies look the partition's groups up in the registry: both must name the same ones.
@@ -96,9 +131,7 @@ void Balancer::migrate(const Plan& plan, const std::vector<Parameter*>& params, 
 void Balancer::observe_settling() {
   constexpr size_t kSettle = 5;  // steps after a move; the last is taken as settled
   if (after_move_ms_.empty()) return;
-  double step = 0;
-  for (const RankRow& r : monitor_.table()) step = std::max(step, r.compute_ms + r.wait_ms);
-  after_move_ms_.push_back(step);
+  after_move_ms_.push_back(step_ms_of(monitor_.table()));
   if (after_move_ms_.size() < kSettle + 1) return;
   double excess = move_transfer_ms_, settled = after_move_ms_.back();
   for (size_t k = 1; k + 1 < after_move_ms_.size(); ++k) excess += std::max(0.0, after_move_ms_[k] - settled);
@@ -122,14 +155,27 @@ BalanceStep Balancer::after_step(const std::vector<std::vector<double>>& rows, c
   monitor_.ingest(rows);
   ++since_move_;
   observe_settling();
-  Observation seen{monitor_.samples(), comm_.rank(), monitor_.table(), monitor_.speeds(), monitor_.fast_speeds(),
+  // One rank has no one to balance with (but its replica may have other replicas to share with).
+  const bool judged = o_.trials.enabled && policy_->closed_loop() && comm_.size() > 1;
+  bool every_unit = true;
+  for (const RankRow& r : monitor_.table()) every_unit = every_unit && r.units.skipped == 0;
+  const TrialEvent verdict =
+      judged ? trials_.observe(step_ms_of(monitor_.table()), monitor_.fast_speeds(), every_unit) : TrialEvent::none;
+  const std::vector<RankRow> table = model_view(monitor_.table(), o_.model);
+  Observation seen{monitor_.samples(), comm_.rank(), table,
+                   corrected_speeds(monitor_.speeds(), correction_), corrected_speeds(monitor_.fast_speeds(), correction_),
                    partition_, units_, costs_, comm_model_, resizer_, since_move_, migration_cost_ms_,
                    [&](const std::vector<double>& speed) { return skipped_share(params, speed); }, replicas_};
-  // One rank has no one to balance with (but its replica may have other replicas to share with).
   Decision d = comm_.size() == 1 ? keep_at(seen, seen.speeds) : policy_->decide(seen);
   if (d.shares.empty() && seen.replicas.replicas() > 1) d.shares = policy_->window_shares(seen);
   BalanceStep out;
   out.shares = d.shares;
+  out.correction = correction_;
+  if (verdict != TrialEvent::none) {
+    judge(verdict, params, slots, out);
+    if (verdict == TrialEvent::undone) return out;  // the undo is this step's change
+  }
+  if (judged) screen(d, seen, out);
   out.plan = d.plan;
   out.action = d.action;
   out.choice = action_name(d.action);
@@ -143,7 +189,78 @@ BalanceStep Balancer::after_step(const std::vector<std::vector<double>>& rows, c
       break;
   }
   out.work_changed = d.action == Action::resize || d.action == Action::migrate || was_resized;
+  last_action_ = d.action;
   return out;
+}
+
+void Balancer::judge(TrialEvent verdict, const std::vector<Parameter*>& params, const std::vector<std::string>& slots,
+                     BalanceStep& out) {
+  out.trial = verdict == TrialEvent::kept ? "kept" : "undone";
+  out.trial_before_ms = trials_.before_ms();
+  out.trial_after_ms = trials_.after_ms();
+  out.predicted_gain = trials_.predicted_gain();
+  const bool move = trials_.change() == Change::move;
+  if (move && out.trial_before_ms > 0)
+    out.correction = correction_ = learn_correction(trial_from_, trial_to_, monitor_.speeds(), costs_, correction_,
+                                                    out.trial_before_ms - out.trial_after_ms);
+  if (verdict == TrialEvent::kept) return;
+  const bool was_resized = skipped_ > 0;
+  if (move) {
+    Plan back;
+    back.migrate = true;
+    back.target = trial_from_;
+    for (const auto& [group, owners] : partition_.groups())
+      for (size_t u = 0; u < owners.size(); ++u)
+        if (owners[u] != trial_from_.owners(group)[u]) {
+          ++back.units_moved;
+          back.bytes += costs_.bytes.count(group) ? costs_.bytes.at(group) : 0.0;
+        }
+    back.transfer_ms = comm_model_.transfer_ms(back.bytes);
+    migrate(back, params, slots, out);
+    out.plan = back;
+    out.action = Action::migrate;
+  } else {
+    restore(params);
+    out.action = Action::keep;
+  }
+  out.choice = "undo";
+  out.work_changed = move || was_resized;
+  last_action_ = out.action;
+}
+
+void Balancer::screen(Decision& d, const Observation& seen, BalanceStep& out) {
+  const bool resizing = last_action_ == Action::resize || last_action_ == Action::probe;
+  if (resizing && d.action == Action::keep && trials_.under_way() && trials_.change() == Change::resize) {
+    trials_.cancel();  // the policy ended its resizing before the verdict
+    return;
+  }
+  const bool moves = d.action == Action::migrate, starts_resizing = d.action == Action::resize && !resizing;
+  if (!moves && !starts_resizing) {
+    if (d.action != Action::keep || resizing || !policy_->explores() || !trials_.may_start() ||
+        trials_.recent_steps() < trials_.options().baseline || since_move_ < o_.settle_steps)
+      return;
+    // The policy sees no move worth making, yet the steps stay far above the model's ideal: the
+    // model may be wrong. Try its best move, judged like any other.
+    const TrialOptions& t = trials_.options();
+    if (trials_.recent_ms() <= ideal_step_ms(partition_, seen.speeds, costs_) * (1 + t.try_gap)) return;
+    Plan best = plan_migration(partition_, seen.speeds, costs_, comm_model_, {o_.planner.horizon, t.try_gain});
+    if (!best.migrate || trials_.known_worse(best.target.str())) return;
+    d = migrate_by(best);
+    out.explored = true;
+  } else if (!trials_.may_start() || (moves && trials_.known_worse(d.plan.target.str()))) {
+    d = keep_at(seen, seen.speeds);  // one change at a time, none while backing off, none back to a worse one
+    return;
+  }
+  out.trial = "try";
+  if (d.action == Action::migrate) {
+    trial_from_ = partition_;
+    trial_to_ = d.plan.target;
+    out.predicted_gain = d.plan.now_ms > 0 ? 1 - d.plan.after_ms / d.plan.now_ms : 0.0;
+    trials_.start(Change::move, out.predicted_gain, partition_.str(), d.plan.target.str());
+  } else {
+    out.predicted_gain = 0;  // resizing's policies price it; the loop only checks it
+    trials_.start(Change::resize, 0, partition_.str(), partition_.str() + " resized");
+  }
 }
 
 }  // namespace flextp

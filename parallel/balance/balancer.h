@@ -29,6 +29,13 @@ struct BalanceStep {
   double migrate_ms = 0;
   std::vector<int64_t> shares;  // the windows of each replica from the next step on (empty: one replica)
   bool work_changed = false;  // units moved, skipped or restored: the steps' segments hold other work now
+  // The closed loop (trials.h): "try" when a change starts its trial with this step's decision,
+  // "kept" or "undone" when this step's measurement judged one (an undone move moves back now);
+  // empty otherwise. `explored`: the try is the model's best move, which no policy asked for.
+  std::string trial;
+  bool explored = false;
+  double trial_before_ms = 0, trial_after_ms = 0, predicted_gain = 0;
+  std::vector<double> correction;  // Balancer::correction() after this step
 };
 
 class Balancer {
@@ -62,6 +69,10 @@ class Balancer {
   // Units a rank holds per kind, and how many of them it skips now (known of this rank only).
   UnitCounts unit_counts(int rank) const;
   double work_of(int rank) const;
+  // What the closed loop has learned of the model's error: each rank's measured speed is divided
+  // by its factor before a policy sees it (1: the model was right).
+  const std::vector<double>& correction() const { return correction_; }
+  const Trials& trials() const { return trials_; }
 
  private:
   Communicator& comm_;
@@ -83,6 +94,14 @@ class Balancer {
   int64_t skipped_ = 0;       // units this rank skips now
   double skipped_work_ = 0;   // and their work
   ReplicaView replicas_;      // empty with one replica
+  Trials trials_;
+  Partition trial_from_, trial_to_;  // the move under trial: where it came from, where it went
+  std::vector<double> correction_;
+  Action last_action_ = Action::keep;
+
+  void judge(TrialEvent verdict, const std::vector<Parameter*>& params, const std::vector<std::string>& slots,
+             BalanceStep& out);
+  void screen(Decision& d, const Observation& seen, BalanceStep& out);
 
   void observe_settling();
   double skipped_share(const std::vector<Parameter*>& params, const std::vector<double>& speed);

@@ -9,6 +9,12 @@
 
 namespace flextp {
 
+double step_ms_of(const std::vector<RankRow>& table) {
+  double step = 0;
+  for (const RankRow& r : table) step = std::max(step, r.compute_ms + r.wait_ms);
+  return step;
+}
+
 namespace {
 
 // A row on the wire: the times and the work, the units held of each kind (in kUnitKinds order),

@@ -46,6 +46,10 @@ std::vector<std::vector<double>> burst_shapes_of(const std::vector<RankRow>& tab
 std::vector<double> holds_of(const std::vector<RankRow>& table);
 std::vector<double> descheduled_of(const std::vector<RankRow>& table);
 
+// The step a table measured: its slowest rank's compute and waits (every rank's are about the
+// same, since all meet at the collectives; the slowest holds the others' last wait).
+double step_ms_of(const std::vector<RankRow>& table);
+
 class Monitor {
  public:
   // window: the EMA's span in steps (alpha = 2 / (window + 1)).

@@ -230,7 +230,8 @@ Plan plan_migration(const Partition& current, const std::vector<double>& speed, 
                     const std::vector<double>& hold_ms, const std::vector<double>& descheduled_ms,
                     const std::vector<std::vector<double>>& burst_shapes) {
   Plan plan;
-  plan.target = burst_aware_partition(current, speed, c, burst_ms, hold_ms, descheduled_ms, burst_shapes);
+  plan.target = o.head_starts ? burst_aware_partition(current, speed, c, burst_ms, hold_ms, descheduled_ms, burst_shapes)
+                              : balanced_partition(current, speed, c);
   plan.now_ms = predicted_step_ms(current, speed, c, burst_ms, hold_ms, descheduled_ms, burst_shapes);
   plan.burst_wait_ms = burst_wait_ms(plan.target, speed, c, burst_ms, hold_ms, descheduled_ms, burst_shapes);
   plan.after_ms = predicted_step_ms(plan.target, speed, c) + plan.burst_wait_ms;

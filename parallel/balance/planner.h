@@ -91,6 +91,7 @@ Partition burst_aware_partition(const Partition& current, const std::vector<doub
 struct PlannerOptions {
   int64_t horizon = 50;    // steps over which a migration must pay for itself
   double min_gain = 0.1;   // and make the step at least this much faster (noise guard)
+  bool head_starts = true; // bursty ranks may get fewer units than their mean speed says
 };
 
 struct Plan {

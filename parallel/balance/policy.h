@@ -27,7 +27,9 @@ struct Observation {
   int64_t step = 0;  // samples the monitor holds, this step's included
   int rank = 0;      // this process; ranks = speeds.size()
   const std::vector<RankRow>& table;  // every rank's last row (times, work, units per kind)
-  std::vector<double> speeds;         // smoothed work per ms of every rank
+  // Smoothed work per ms of every rank, as measured and corrected by what the closed loop learned
+  // of the model's error (trials.h: learn_correction).
+  std::vector<double> speeds;
   std::vector<double> fast_speeds;    // the last sample where it jumped (for decisions cheap to undo)
   const Partition& partition;         // who holds which unit now
   const std::vector<UnitGroup>& units;  // the unit registry: each group's kind, layer, size, resizability
@@ -76,6 +78,13 @@ class BalancePolicy {
   // to the replicas' speeds, changed only when that clearly shortens the step (speed_shares).
   // Decide from o.replicas alone, so that every replica decides alike.
   virtual std::vector<int64_t> window_shares(const Observation& o) { return speed_shares(o.replicas); }
+  // The closed loop (parallel/balance/trials.h): the balancer judges every move and resize this
+  // policy decides by the steps after it, and undoes what did not pay. A policy that judges its
+  // own moves may opt out.
+  virtual bool closed_loop() const { return true; }
+  // Whether the balancer may also try the model's best move when this policy asks for none but
+  // the measured step stays far above the model's ideal (kept only if it pays).
+  virtual bool explores() const { return false; }
 };
 
 // Helpers for policies.

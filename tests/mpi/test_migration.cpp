@@ -8,6 +8,9 @@
 
 #include "core/autograd.h"
 #include "optim/optimizer.h"
+#include "nn/unit_costs.h"
+#include "nn/units.h"
+#include "parallel/balance/balancer.h"
 #include "parallel/tp/repartition.h"
 #include "parallel/tp/unit_gather.h"
 #include "parallel/tp/unit_rows.h"
@@ -148,5 +151,67 @@ TEST_CASE("a repartition puts every moved row of weights and Adam state exactly 
       for (size_t k = 0; k < local.size(); ++k)
         CHECK(local[k].to_vector<float>() == take_unit_rows(p, before[i][k], p.units).to_vector<float>());
     }
+  }
+}
+
+TEST_CASE("a move the closed loop undoes restores every weight and Adam slot: the curve equals one process's (f64)") {
+  Communicator& comm = test::world();
+  const int n = comm.size();
+  GPTConfig c = test::tiny_config(DType::F64);
+  const int steps = 16;
+  auto batch = [](int s) { return std::make_pair(test::tokens(3, 7, s), test::tokens(3, 7, 1000 + s)); };
+
+  GPT single(c);
+  AdamW ref_opt({0.9, 0.999, 1e-8, 0.01});
+  std::vector<Parameter*> ref = single.parameters();
+  std::vector<double> ref_loss;
+  for (int s = 0; s < steps; ++s) {
+    auto [ids, targets] = batch(s);
+    Tensor loss = single.loss(ids, targets);
+    loss.backward();
+    ref_loss.push_back(loss.item());
+    ref_opt.step(ref, 3e-3);
+    for (Parameter* p : ref) p->value.zero_grad();
+  }
+
+  // Injected step times, the same on every rank: the last rank runs at 1/n speed from step 2;
+  // once units have moved, every step takes 40 ms longer (the move made things worse), so the
+  // loop must move them back.
+  const Partition start = Partition::even(unit_groups(c), n);
+  GPT tp(c, LocalUnits::of_rank(c, start, comm.rank()), &comm);
+  AdamW opt({0.9, 0.999, 1e-8, 0.01});
+  std::vector<Parameter*> params = tp.parameters();
+  BalanceOptions o;
+  o.policy = "migrate";
+  CommCostModel free;
+  free.fits["p2p"] = {0.0, 0.0};
+  Balancer balancer(comm, unit_groups(c), start, gpt_unit_costs(c, 3, 7, 2), free, o);
+  const double base = balancer.work_of(0) / 10.0;  // work per ms that runs an even share in 10 ms
+  std::string events;
+  for (int s = 0; s < steps; ++s) {
+    INFO("step ", s);
+    auto [ids, targets] = batch(s);
+    Tensor loss = tp.loss(ids, targets);
+    CHECK(test::relative(loss.item(), ref_loss[s]) < 1e-12);
+    loss.backward();
+    opt.step(params, 3e-3);
+    for (Parameter* p : params) p->value.zero_grad();
+    const bool moved = !(balancer.partition() == start);
+    std::vector<std::vector<double>> rows;
+    for (int r = 0; r < n; ++r) {
+      const double speed = (r == n - 1 && s >= 2) ? 1.0 / n : 1.0, work = balancer.work_of(r);
+      rows.push_back(Monitor::row(work / (speed * base), moved ? 40.0 : 0.0, work, balancer.unit_counts(r)));
+    }
+    BalanceStep b = balancer.after_step(rows, params, opt.slot_names());
+    if (!b.trial.empty()) events += (events.empty() ? "" : " ") + b.trial;
+  }
+  CHECK(events == "try undone");
+  CHECK(balancer.partition() == start);
+  for (size_t i = 0; i < params.size(); ++i) {
+    test::check_same_tensor(gather_logical(*params[i], params[i]->value, &comm), ref[i]->value, 1e-10,
+                            params[i]->name + " value");
+    for (const char* slot : {"m", "v"})
+      test::check_same_tensor(gather_logical(*params[i], params[i]->state.at(slot), &comm), ref[i]->state.at(slot),
+                              1e-9, params[i]->name + "." + slot);
   }
 }

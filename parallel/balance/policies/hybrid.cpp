@@ -61,9 +61,14 @@ namespace {
 class HybridPolicy : public BalancePolicy {
  public:
   explicit HybridPolicy(const BalanceOptions& o)
-      : lambda_(o.lambda), planner_(o.planner), settle_steps_(o.settle_steps), probes_(o.probe_first, o.probe_max) {}
+      : lambda_(o.lambda),
+        planner_(o.planner),
+        settle_steps_(o.settle_steps),
+        probes_(o.probe_first, o.probe_max),
+        noise_gate_(o.model.noise_gate) {}
 
   bool uses_importance() const override { return true; }
+  bool explores() const override { return true; }
 
   Decision decide(const Observation& o) override {
     Decision d = choose(o);
@@ -80,7 +85,7 @@ class HybridPolicy : public BalancePolicy {
 
  private:
   Decision choose(const Observation& o) {
-    const bool slowdown_is_clear = noise_.observe(o.table);
+    const bool slowdown_is_clear = noise_.observe(o.table) || !noise_gate_;
     if (probes_.due(o.table)) return probe(o);
     // Resizing costs nothing to undo: the hybrid weighs on the last step's speeds.
     const std::vector<double>& speed = o.fast_speeds;
@@ -98,7 +103,7 @@ class HybridPolicy : public BalancePolicy {
     // speeds and the ranks' bursts, and only if it makes the step min_gain faster. On the last
     // step's speeds, or for any gain, a rank in time slices looks slow one step and fast the
     // next, and the hybrid moved units back and forth (25 and 33 moves in 150 contended steps).
-    Plan mig = plan_migration(o.partition, o.speeds, o.costs, o.comm, {static_cast<int64_t>(steps), planner_.min_gain},
+    Plan mig = plan_migration(o.partition, o.speeds, o.costs, o.comm, {static_cast<int64_t>(steps), planner_.min_gain, planner_.head_starts},
                               bursts_of(o.table), holds_of(o.table), descheduled_of(o.table), burst_shapes_of(o.table));
     HybridCosts h;
     h.keep_ms = keep_ms;
@@ -134,6 +139,7 @@ class HybridPolicy : public BalancePolicy {
   ProbeSchedule probes_;
   int64_t slow_age_ = 0;  // steps the ranks have been out of balance
   NoiseGate noise_;
+  bool noise_gate_;  // off (an ablation): every imbalance may resize
   bool resizing_ = false;  // the last decision resized or probed: an episode of resizing goes on
   int64_t resized_steps_ = 0;  // the episode's resized steps so far (its probes included)
 };

@@ -10,6 +10,8 @@ class MigratePolicy : public BalancePolicy {
  public:
   explicit MigratePolicy(const BalanceOptions& o) : planner_(o.planner), settle_steps_(o.settle_steps) {}
 
+  bool explores() const override { return true; }
+
   Decision decide(const Observation& o) override {
     if (o.since_move < settle_steps_) return keep_at(o, o.speeds);
     // A bursty rank's cost includes the waits it causes: it gets fewer units than its mean

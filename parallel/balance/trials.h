@@ -1,0 +1,108 @@
+#pragma once
+// The closed loop around every balancing decision. A model of the machine is always wrong
+// somewhere (time slicing, a shared GPU, throttling, a slow link), so each move or resize is a
+// trial: the balancer measures the steps after it against the steps before it, keeps what paid
+// and undoes what did not. A failed trial backs off (no new change for a while, twice as long
+// after each failure in a row) and its configuration is remembered as worse, so nothing
+// oscillates; a change of the ranks' speeds starts afresh. The prediction's error is learned
+// as a per-rank correction of the speeds the policies see (learn_correction).
+//
+// Trials are fed the measured step of every step (the slowest rank's compute and waits, from
+// the monitor's table: every rank passes the same number, so all judge alike) and never read a
+// clock: tests drive them with any step times they like.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "parallel/balance/planner.h"
+
+namespace flextp {
+
+struct TrialOptions {
+  bool enabled = true;
+  int64_t settle = 1;       // steps after a change left out of its measurement (fresh buffers, caches)
+  int64_t measure = 4;      // steps whose median is the change's measured step
+  int64_t baseline = 4;     // at most this many steps before the change: their median is "before"
+  double keep_gain = 0.02;  // a change is kept when it makes the measured step at least this much faster
+  int64_t backoff_first = 16, backoff_max = 512;  // steps without a change after a failed trial
+  double regime_change = 0.3;  // a rank's share of the total speed moving by this much: new conditions
+  // Tries of the model's best move when no policy asked for one: only while the measured step is
+  // this far above the model's ideal, and only for a move predicted to save at least try_gain.
+  double try_gap = 0.25, try_gain = 0.05;
+};
+
+enum class Change { move, resize };
+enum class TrialEvent { none, kept, undone };
+
+class Trials {
+ public:
+  explicit Trials(TrialOptions o = {});
+
+  // The step just measured, and the speeds the monitor has for it (fast ones: the last sample
+  // where it jumped); every_unit: no rank skipped a unit in it. Returns the verdict when this
+  // step completes a trial's measurement; the caller undoes the change on `undone`. A first
+  // step is never measured (start-up costs). The baseline of a change is the steps that ran
+  // every unit of the current partition: a move is compared with the full work it replaces,
+  // not with a resized step that trades accuracy for time.
+  TrialEvent observe(double step_ms, const std::vector<double>& speeds, bool every_unit = true);
+  // Whether a change may start now: no trial under way and not backing off. Every change the
+  // balancer makes when this is true must be announced with start().
+  bool may_start() const;
+  // A change made after this step, from configuration `from` to `to` (keys that name them, e.g.
+  // partitions' text), predicted to save this share of the step.
+  void start(Change c, double predicted_gain, const std::string& from, const std::string& to);
+  // The change under trial ended by itself (a resizing policy restored every unit): no verdict.
+  void cancel();
+  bool under_way() const { return phase_ != Phase::idle; }
+  Change change() const { return change_; }
+  // Whether `key` was measured slower than the current configuration under these conditions.
+  bool known_worse(const std::string& key) const;
+  // The median of the steps measured in the current configuration (0: none yet).
+  double recent_ms() const;
+  int64_t recent_steps() const { return static_cast<int64_t>(recent_.size()); }
+  int64_t backoff_left() const { return backoff_left_; }
+  int64_t failures() const { return failures_; }
+
+  // The last verdict: the steps before and after (medians, ms) and the predicted gain.
+  double before_ms() const { return before_ms_; }
+  double after_ms() const { return after_ms_; }
+  double predicted_gain() const { return predicted_gain_; }
+  double measured_gain() const { return before_ms_ > 0 ? 1 - after_ms_ / before_ms_ : 0.0; }
+  const std::string& from_key() const { return from_; }
+  const TrialOptions& options() const { return o_; }
+
+ private:
+  enum class Phase { idle, settling, measuring, restoring };
+  TrialOptions o_;
+  Phase phase_ = Phase::idle;
+  Change change_ = Change::move;
+  int64_t seen_ = 0;          // steps observed (the first one is left out)
+  int64_t phase_steps_ = 0;   // steps in this phase so far
+  std::vector<double> recent_;  // steps of the current partition running every unit, these conditions, newest last
+  std::vector<double> before_;  // recent_ when the trial under way started
+  std::vector<double> after_;   // steps measured for the trial under way
+  std::vector<double> regime_;  // each rank's share of the total speed when the conditions began
+  std::map<std::string, double> measured_;  // configuration -> its measured step, these conditions
+  std::string from_, to_;
+  double before_ms_ = 0, after_ms_ = 0, predicted_gain_ = 0;
+  int64_t backoff_left_ = 0, failures_ = 0;
+
+  bool conditions_changed(const std::vector<double>& speeds);
+};
+
+// The median of a few step times (0 for none).
+double median_ms(std::vector<double> ms);
+
+// The prediction's error, learned: the factor on the speed corrections of the ranks that gave
+// units away (in `from` -> `to`) that makes the model's predicted saving equal the measured one
+// (ms: the step before less the step after), taken halfway (in log terms) so that one noisy
+// trial does not swing it; with several fits, the one nearest to no change. correction[r]
+// divides rank r's measured speed and stays within [1/4, 4]. Pure: every rank computes the same
+// from the same table.
+std::vector<double> learn_correction(const Partition& from, const Partition& to, const std::vector<double>& speed,
+                                     const UnitCosts& c, std::vector<double> correction, double measured_saving_ms);
+// speed[r] / correction[r].
+std::vector<double> corrected_speeds(const std::vector<double>& speed, const std::vector<double>& correction);
+
+}  // namespace flextp

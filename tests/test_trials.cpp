@@ -1,0 +1,155 @@
+// The closed loop (parallel/balance/trials.h), driven by step times instead of clocks: a change
+// that makes steps slower is undone within its window, one that pays is kept, failed tries back
+// off and stop oscillating, new speeds start afresh, and the learned correction converges on a
+// rank whose true speed differs from what its compute time says.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "parallel/balance/trials.h"
+#include "tests/unit_cost_groups.h"
+
+using namespace flextp;
+
+namespace {
+
+const std::vector<double> kEqual = {1.0, 1.0};
+
+// `n` steps of `ms` each; the verdicts seen, space-separated ("" for none).
+std::string feed(Trials& t, int n, double ms, const std::vector<double>& speeds = kEqual) {
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    TrialEvent e = t.observe(ms, speeds);
+    if (e != TrialEvent::none) out += std::string(out.empty() ? "" : " ") + (e == TrialEvent::kept ? "kept" : "undone");
+  }
+  return out;
+}
+
+// A trial of `o` steps (settle + measure) is judged on its last step, not before.
+int64_t window(const TrialOptions& o) { return o.settle + o.measure; }
+
+}  // namespace
+
+TEST_CASE("trials: a change that makes the steps slower is undone on the last step of its window") {
+  Trials t;
+  feed(t, 6, 100);
+  REQUIRE(t.may_start());
+  t.start(Change::move, 0.2, "even", "2:1");
+  CHECK_FALSE(t.may_start());  // one change at a time
+  CHECK(feed(t, static_cast<int>(window(t.options())) - 1, 104) == "");
+  CHECK(feed(t, 1, 104) == "undone");
+  CHECK(t.before_ms() == doctest::Approx(100));
+  CHECK(t.after_ms() == doctest::Approx(104));
+  CHECK(t.backoff_left() == t.options().backoff_first);
+  CHECK(t.known_worse("2:1"));
+  CHECK_FALSE(t.known_worse("even"));
+}
+
+TEST_CASE("trials: a change that pays is kept, and the steps after it are the new baseline") {
+  Trials t;
+  feed(t, 6, 100);
+  t.start(Change::move, 0.2, "even", "2:1");
+  CHECK(feed(t, static_cast<int>(window(t.options())), 85) == "kept");
+  CHECK(t.measured_gain() == doctest::Approx(0.15));
+  CHECK(t.recent_ms() == doctest::Approx(85));
+  CHECK(t.may_start());  // no backoff after a kept change
+  CHECK(t.known_worse("even"));
+
+  SUBCASE("a gain within keep_gain does not pay") {
+    Trials u;
+    feed(u, 6, 100);
+    u.start(Change::resize, 0, "even", "even resized");
+    CHECK(feed(u, static_cast<int>(window(u.options())), 99) == "undone");
+  }
+  SUBCASE("the median judges: one slow step in the window does not undo") {
+    Trials u;
+    feed(u, 6, 100);
+    u.start(Change::move, 0.2, "even", "2:1");
+    CHECK(feed(u, static_cast<int>(window(u.options())) - 1, 80) + feed(u, 1, 300) == "kept");
+  }
+}
+
+TEST_CASE("trials: failed tries back off twice as long each time and never oscillate; new speeds start afresh") {
+  Trials t;
+  feed(t, 3, 100);
+  // A policy that tries to move whenever it may, and every move makes the step slower.
+  int tries = 0;
+  std::vector<int64_t> backoffs;
+  for (int step = 0; step < 1500; ++step) {
+    if (t.may_start()) {
+      t.start(Change::move, 0.1, "even", "2:1");
+      ++tries;
+    }
+    if (feed(t, 1, t.under_way() ? 120 : 100) == "undone") backoffs.push_back(t.backoff_left());
+  }
+  CHECK(backoffs == std::vector<int64_t>{16, 32, 64, 128, 256, 512, 512});  // at most backoff_max
+  CHECK(tries == 7);
+  CHECK(t.failures() == 7);
+  // Rank 1 slows down for good: what was measured no longer holds, and tries may start at once.
+  feed(t, 1, 150, {1.0, 0.5});
+  CHECK(t.failures() == 0);
+  CHECK(t.may_start());
+  CHECK_FALSE(t.known_worse("2:1"));
+}
+
+TEST_CASE("trials: the first step is never measured; a change needs a step before it") {
+  Trials t;
+  CHECK_FALSE(t.may_start());
+  feed(t, 1, 5000);  // start-up: allocations, caches, the calibration
+  CHECK_FALSE(t.may_start());
+  feed(t, 1, 100);
+  CHECK(t.may_start());
+  CHECK(t.recent_ms() == doctest::Approx(100));
+}
+
+TEST_CASE("trials: new speeds during a trial leave no verdict; a cancelled resize restores the baseline") {
+  Trials t;
+  feed(t, 5, 100);
+  t.start(Change::move, 0.2, "even", "2:1");
+  feed(t, 2, 120);
+  CHECK(feed(t, 10, 150, {1.0, 0.4}) == "");
+  CHECK_FALSE(t.under_way());
+  CHECK(t.backoff_left() == 0);
+
+  Trials r;
+  feed(r, 5, 100);
+  r.start(Change::resize, 0, "even", "even resized");
+  feed(r, 2, 90);
+  r.cancel();
+  CHECK_FALSE(r.under_way());
+  CHECK(r.recent_ms() == doctest::Approx(100));
+}
+
+TEST_CASE("the learned correction converges on a rank slower than its compute time says") {
+  // 24 + 24 units of work 1; the monitor measures rank 1 at half of rank 0's speed, but its
+  // steps show it at 0.4 (time it loses off its core that its compute segments do not see).
+  const std::vector<UnitGroup> groups = test::unit_cost_groups();
+  const UnitCosts c = test::unit_costs_of_one();
+  const std::vector<double> measured = {1.0, 0.5}, truth = {1.0, 0.4};
+  const Partition even = Partition::even(groups, 2);
+  // The model's first guess at the balanced split, and what the machine really does with it.
+  const Partition guess = balanced_partition(even, measured, c);
+  const double overhead_ms = 7;  // the collectives' own time, in every step and not in the model
+  auto step_ms = [&](const Partition& p) { return predicted_step_ms(p, truth, c) + overhead_ms; };
+  std::vector<double> k = {1.0, 1.0};
+  for (int trial = 0; trial < 12; ++trial) k = learn_correction(even, guess, measured, c, k, step_ms(even) - step_ms(guess));
+  CHECK(k[0] == doctest::Approx(1.0));  // it gained units: nothing learned of it
+  CHECK(k[1] == doctest::Approx(1.25).epsilon(0.01));
+  // With the correction the model predicts the machine, and its balanced split is the truth's.
+  const std::vector<double> corrected = corrected_speeds(measured, k);
+  CHECK(predicted_step_ms(even, corrected, c) == doctest::Approx(predicted_step_ms(even, truth, c)).epsilon(0.01));
+  CHECK(balanced_partition(even, corrected, c) == balanced_partition(even, truth, c));
+
+  SUBCASE("a move that saved what the model said teaches nothing") {
+    std::vector<double> same =
+        learn_correction(even, guess, measured, c, {1.0, 1.0},
+                         predicted_step_ms(even, measured, c) - predicted_step_ms(guess, measured, c));
+    CHECK(same == std::vector<double>{1.0, 1.0});
+  }
+  SUBCASE("a move that saved nothing makes the sources look faster, never beyond the limit") {
+    std::vector<double> faster = {1.0, 1.0};
+    for (int trial = 0; trial < 40; ++trial) faster = learn_correction(even, guess, measured, c, faster, -50.0);
+    CHECK(faster[1] == doctest::Approx(0.25));
+  }
+}
