@@ -334,7 +334,7 @@ TEST_CASE("on the GPU, --attention cudnn and --bf16 train like f32, within bf16 
   check_losses_follow(c, a, 3e-2);
 }
 
-TEST_CASE("a straggler with --balance migrate: units move to the fast ranks, losses do not change" * doctest::test_suite("timing")) {
+TEST_CASE("a straggler with --balance migrate: units move to the fast ranks, losses do not change" * doctest::test_suite("wallclock")) {
   test::TempDir dir("hetero");
   std::string data = corpus(dir);
   for (int ranks : {2, 4}) {
@@ -370,7 +370,7 @@ TEST_CASE("a straggler with --balance migrate: units move to the fast ranks, los
   }
 }
 
-TEST_CASE("a straggler in one replica of a 2 x 2 grid: every replica moves the same units, losses do not change" * doctest::test_suite("timing")) {
+TEST_CASE("a straggler in one replica of a 2 x 2 grid: every replica moves the same units, losses do not change" * doctest::test_suite("wallclock")) {
   test::TempDir dir("gridhetero");
   std::string data = corpus(dir);
   std::string base = "timeout 300 " + std::string(FLEXTP_MPIRUN) + " -np 4 -x OMP_NUM_THREADS=1 " + FLEXTP_TRAIN_BINARY +
@@ -394,7 +394,7 @@ TEST_CASE("a straggler in one replica of a 2 x 2 grid: every replica moves the s
   CHECK(migrated);
 }
 
-TEST_CASE("a straggler trace on a 2 x 2 grid names world ranks: replica 1 slowed takes fewer windows, losses do not change" * doctest::test_suite("timing")) {
+TEST_CASE("a straggler trace on a 2 x 2 grid names world ranks: replica 1 slowed takes fewer windows, losses do not change" * doctest::test_suite("wallclock")) {
   test::TempDir dir("gridtrace");
   std::string data = corpus(dir);
   std::string base = "timeout 300 " + std::string(FLEXTP_MPIRUN) + " -np 4 -x OMP_NUM_THREADS=1 " + FLEXTP_TRAIN_BINARY +
@@ -419,7 +419,7 @@ TEST_CASE("a straggler trace on a 2 x 2 grid names world ranks: replica 1 slowed
   CHECK(replicas[1]["windows"].get<int64_t>() < replicas[0]["windows"].get<int64_t>());
 }
 
-TEST_CASE("a straggler with --balance resize or hybrid: the slow rank skips units from the next step on" * doctest::test_suite("timing")) {
+TEST_CASE("a straggler with --balance resize or hybrid: the slow rank skips units from the next step on" * doctest::test_suite("wallclock")) {
   test::TempDir dir("resize");
   std::string data = corpus(dir);
   for (const std::string policy : {"resize", "hybrid --lambda 0"}) {
