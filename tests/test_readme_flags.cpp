@@ -82,14 +82,14 @@ TEST_CASE("docs/flags.md's flag table lists every flag of train with the parser'
       INFO(row);
       const CLI::Option* opt = app.get_option_no_throw(flags[i]);
       REQUIRE(opt != nullptr);  // a flag the table names that train does not have
-      std::string parser = opt->get_default_str(), readme = defaults[i];
+      std::string parser = opt->get_default_str(), stated = defaults[i];
       if (parser == "[]") parser.clear();  // a repeatable flag's empty list: "none" in the table
       std::smatch m;
-      if (std::regex_match(readme, m, number) && !parser.empty()) {
+      if (std::regex_match(stated, m, number) && !parser.empty()) {
         CHECK(std::stod(m[1].str()) == std::stod(parser));
         ++compared;
-      } else if (std::regex_match(readme, word) && !parser.empty()) {
-        CHECK(readme == parser);
+      } else if (std::regex_match(stated, word) && !parser.empty()) {
+        CHECK(stated == parser);
         ++compared;
       }
     }
