@@ -1,7 +1,7 @@
 // train: the flextp trainer. Reads a corpus, builds a GPT, trains it with AdamW (or SGD), logs,
-// evaluates, saves checkpoints and samples text. Flags are listed by `train --help` and in the
-// README. Reading order: README -> this file (run() and its loop) -> trainer.h (one step and its
-// report) -> nn/gpt.h -> nn/attention.h, nn/mlp.h -> core/.
+// evaluates, saves checkpoints and samples text. Flags are listed by `train --help` and in
+// docs/flags.md. Reading order: README -> this file (run() and its loop) -> trainer.h (one step
+// and its report) -> nn/gpt.h -> nn/attention.h, nn/mlp.h -> core/.
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>

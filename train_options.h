@@ -1,5 +1,5 @@
 #pragma once
-// The flags of `train` (README lists them), in one struct.
+// The flags of `train` (docs/flags.md lists them), in one struct.
 #include <CLI/CLI.hpp>
 #include <sstream>
 #include <string>

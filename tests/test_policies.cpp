@@ -309,15 +309,15 @@ TEST_CASE("proportional: after the warm-up one move in proportion to the speeds,
   CHECK(balanced->decide(s.at({1, 1}, 10)).action == Action::keep);  // nothing to move
 }
 
-TEST_CASE("README's \"Writing a balancing policy\" shows the shipped example policy, whole") {
+TEST_CASE("docs/policies.md shows the shipped example policy, whole") {
   auto text = [](const std::string& path) {
     std::ifstream in(FLEXTP_SOURCE_DIR "/" + path);
     REQUIRE(in);
     return std::string(std::istreambuf_iterator<char>(in), {});
   };
-  std::string readme = text("README.md"), example = text("parallel/balance/policies/proportional.cpp");
-  CHECK(readme.find("## Writing a balancing policy") != std::string::npos);
-  CHECK(readme.find("```cpp\n" + example + "```\n") != std::string::npos);
+  std::string doc = text("docs/policies.md"), example = text("parallel/balance/policies/proportional.cpp");
+  CHECK(doc.find("# Writing a balancing policy") != std::string::npos);
+  CHECK(doc.find("```cpp\n" + example + "```\n") != std::string::npos);
   CHECK(text("parallel/balance/policies/registered.h").find("\nFLEXTP_POLICY(proportional)\n") != std::string::npos);
 }
 

@@ -1,4 +1,4 @@
-// README's table of train's flags against the parser itself: every flag is listed, and every
+// docs/flags.md's table of train's flags against the parser itself: every flag is listed, and every
 // default the table states (a number, or one word such as a choice) is the parser's default.
 #include <doctest/doctest.h>
 
@@ -13,13 +13,13 @@ using namespace flextp;
 
 namespace {
 
-// The lines of README's "Flags of `train`" table.
+// The lines of docs/flags.md's "Flags of `train`" table.
 std::vector<std::string> flag_table_rows() {
-  std::ifstream in(FLEXTP_SOURCE_DIR "/README.md");
+  std::ifstream in(FLEXTP_SOURCE_DIR "/docs/flags.md");
   std::vector<std::string> rows;
   bool inside = false;
   for (std::string line; std::getline(in, line);) {
-    if (line == "## Flags of `train`") inside = true;
+    if (line == "# Flags of `train`") inside = true;
     else if (inside && !rows.empty() && line.rfind("|", 0) != 0) break;
     else if (inside && line.rfind("| `--", 0) == 0) rows.push_back(line);
   }
@@ -52,7 +52,7 @@ std::string trim(std::string s) {
 
 }  // namespace
 
-TEST_CASE("README's flag table lists every flag of train with the parser's defaults") {
+TEST_CASE("docs/flags.md's flag table lists every flag of train with the parser's defaults") {
   CLI::App app;
   app.option_defaults()->always_capture_default();
   TrainOptions o;
@@ -82,14 +82,14 @@ TEST_CASE("README's flag table lists every flag of train with the parser's defau
       INFO(row);
       const CLI::Option* opt = app.get_option_no_throw(flags[i]);
       REQUIRE(opt != nullptr);  // a flag the table names that train does not have
-      std::string parser = opt->get_default_str(), readme = defaults[i];
+      std::string parser = opt->get_default_str(), stated = defaults[i];
       if (parser == "[]") parser.clear();  // a repeatable flag's empty list: "none" in the table
       std::smatch m;
-      if (std::regex_match(readme, m, number) && !parser.empty()) {
+      if (std::regex_match(stated, m, number) && !parser.empty()) {
         CHECK(std::stod(m[1].str()) == std::stod(parser));
         ++compared;
-      } else if (std::regex_match(readme, word) && !parser.empty()) {
-        CHECK(readme == parser);
+      } else if (std::regex_match(stated, word) && !parser.empty()) {
+        CHECK(stated == parser);
         ++compared;
       }
     }

@@ -1,4 +1,4 @@
-// --balance proportional: the worked example of README's "Writing a balancing policy". It
+// --balance proportional: the worked example that docs/policies.md shows whole. It
 // watches the ranks for a warm-up, then moves units once so that in every group each rank holds
 // units in proportion to its measured speed, and keeps that partition for the rest of the run.
 // Lossless (nothing is skipped); it suits a machine whose ranks differ for good, not a passing
