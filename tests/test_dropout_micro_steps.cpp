@@ -41,7 +41,7 @@ TEST_CASE("--dropout with micro-steps: every step's loss is the whole batch's, o
   for (const Cut& c : {Cut{1, "micro2", "--micro-batch 2"}, Cut{4, "grid_micro1", "--micro-batch 1 --dp-shares even"}}) {
     const std::vector<double> cut = losses(c.ranks, c.name, std::string("--dropout 0.3 ") + c.flags);
     for (size_t s = 0; s < whole.size(); ++s) {
-      INFO(c.name, ", step ", s + 1);
+      INFO(std::string(c.name), ", step ", s + 1);
       CHECK(cut[s] == doctest::Approx(whole[s]).epsilon(1e-5));  // the same sums in other orders
     }
   }
