@@ -44,6 +44,14 @@ inline std::string mpirun() {
 // The train binary with these arguments, alone.
 inline Run run_train(const std::string& args) { return run_command(train_binary() + " " + args); }
 
+// `train` on `ranks` processes in tensor-parallel groups of `tp` (one process without mpirun),
+// given at most 300 s.
+inline Run run_train_on(int ranks, int tp, const std::string& args) {
+  std::string launcher = ranks == 1 ? "" : mpirun() + " -np " + std::to_string(ranks) + " -x OMP_NUM_THREADS=1 ";
+  std::string grid = ranks == 1 ? "" : " --tp " + std::to_string(tp);
+  return run_command("timeout 300 " + launcher + train_binary() + " " + args + grid);
+}
+
 // The lines of a train --metrics file.
 inline std::vector<nlohmann::json> read_metrics(const std::string& path) {
   std::vector<nlohmann::json> rows;

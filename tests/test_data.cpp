@@ -1,6 +1,8 @@
 // Tokenizer, token files (text, llm.c shards), batches; bad input named clearly.
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "data/batches.h"
 #include "data/token_files.h"
 #include "tests/temp_dir.h"
@@ -85,6 +87,35 @@ TEST_CASE("a replica's run of a step's windows is those rows of the whole step's
     CHECK(part.targets.to_vector<int32_t>() == std::vector<int32_t>(tg.begin() + first * 16, tg.begin() + (first + count) * 16));
   }
   CHECK_THROWS_WITH_AS(s.at_step(5, 4, 3), doctest::Contains("windows [4, 7) of a step of 6"), Error);
+}
+
+TEST_CASE("training windows start anywhere in [0, tokens - seq_len) and nowhere else; seq_len + 1 tokens make one window") {
+  // Token i is i, so a window's first id is its start. 12 tokens at seq_len 4: starts 0..7 (the
+  // window at 7 takes ids 7-10 and targets 8-11, the stream's last token).
+  std::vector<int32_t> tokens(12);
+  for (int i = 0; i < 12; ++i) tokens[i] = i;
+  BatchSampler s(&tokens, 4, 4, 3);
+  std::set<int32_t> starts;
+  for (int64_t step = 0; step < 50; ++step) {
+    std::vector<int32_t> ids = s.at_step(step).ids.to_vector<int32_t>(), tg = s.at_step(step).targets.to_vector<int32_t>();
+    for (int w = 0; w < 4; ++w) {
+      starts.insert(ids[w * 4]);
+      for (int t = 0; t < 4; ++t) {
+        CHECK(ids[w * 4 + t] == ids[w * 4] + t);  // whole windows, never wrapped or cut
+        CHECK(tg[w * 4 + t] == ids[w * 4 + t] + 1);
+      }
+    }
+  }
+  // 200 draws over 8 starts: each is missed with probability (7/8)^200, about 3e-12.
+  CHECK(starts == std::set<int32_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  // Exactly seq_len + 1 tokens: the one window, at every step and for every row.
+  std::vector<int32_t> five{10, 11, 12, 13, 14};
+  BatchSampler one(&five, 3, 4, 3);
+  for (int64_t step = 0; step < 5; ++step) {
+    Batch b = one.at_step(step);
+    CHECK(b.ids.to_vector<int32_t>() == std::vector<int32_t>{10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13});
+    CHECK(b.targets.to_vector<int32_t>() == std::vector<int32_t>{11, 12, 13, 14, 11, 12, 13, 14, 11, 12, 13, 14});
+  }
 }
 
 TEST_CASE("evaluation windows are in order without overlap") {

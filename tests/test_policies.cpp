@@ -218,6 +218,32 @@ TEST_CASE("hybrid: lambda prices skipped importance against a migration's cost o
     CHECK(actions.find("resize", kept) == std::string::npos);
     CHECK(actions.find("migrate") == std::string::npos);
   }
+  SUBCASE("a second slowdown after balanced steps is priced afresh: it decides exactly like the first") {
+    // No move possible (the last one still settling), as above: the first episode resizes until
+    // its price passes keeping, then keeps. Balanced steps end the episode; the second episode,
+    // the same slowdown, starts again at the first resized step's price. The table says whether
+    // the last step skipped units, as the monitor's would (the probes follow it).
+    auto hybrid = policy("hybrid", 10);
+    bool skipped = false;
+    auto run = [&](std::vector<double> speeds, int steps) {
+      std::string out;
+      for (int i = 0; i < steps; ++i) {
+        s.rows = table(skipped);
+        Action a = hybrid->decide(s.at(speeds, 20, 0, 0)).action;
+        skipped = a == Action::resize;
+        out += (out.empty() ? "" : " ") + std::string(action_name(a));
+      }
+      return out;
+    };
+    const std::string first = run({0.5, 1}, 40);
+    INFO("first: ", first);
+    REQUIRE(first.rfind("resize resize", 0) == 0);
+    REQUIRE(first.find("keep") != std::string::npos);  // the price passed keeping within the episode
+    CHECK(run({1, 1}, 8) == "keep keep keep keep keep keep keep keep");
+    CHECK(run({0.5, 1}, 40) == first);
+    CHECK(run({1, 1}, 3) == "keep keep keep");
+    CHECK(run({0.5, 1}, 40) == first);  // and a third
+  }
   SUBCASE("a rank slow from the first step is never clear of its noise: migrated, not resized") {
     // Measured times whose speeds never change: the noise gate's baseline holds the slowness.
     for (RankRow& r : s.rows) r.work = 100, r.compute_ms = 100;
@@ -293,6 +319,29 @@ TEST_CASE("the noise gate: a drop within the ceiling is clear on its second step
   NoiseGate fresh;
   for (int i = 0; i < 20; ++i) fresh.observe(measured(1));
   CHECK(fresh.observe(measured(0.5)));  // 50% down, beyond the 45% ceiling: clear at once
+}
+
+TEST_CASE("the noise gate past its window: the baseline is the last 32 steps' median, older ones forgotten") {
+  auto measured = [](double speed0) {
+    std::vector<RankRow> rows = table(false);
+    for (RankRow& r : rows) r.work = 100, r.compute_ms = 100;
+    rows[0].compute_ms = 100 / speed0;
+    return rows;
+  };
+  NoiseGate gate;
+  REQUIRE(NoiseGateOptions{}.window == 32);
+  for (int i = 0; i < 100; ++i) gate.observe(measured(1));    // three windows' worth at speed 1
+  for (int i = 0; i < 16; ++i) gate.observe(measured(0.5));  // a lasting change: slow steps join too
+  // The window: 16 steps at 1 and 16 at 0.5, median 0.75, noise past the 45% ceiling: 0.4 is
+  // clear (below 0.4125). With 31 steps kept (15 at 1) the baseline would be 0.5 and 0.4 within
+  // its 30% floor.
+  CHECK(gate.observe(measured(0.4)));
+  for (int i = 0; i < 32; ++i) gate.observe(measured(0.5));
+  // 32 steps at 0.5 fill the window: 0.5 is the baseline now, not a slowdown (the 100 steps at 1
+  // count no more), and a further halving is clear at once.
+  CHECK_FALSE(gate.observe(measured(0.5)));
+  CHECK_FALSE(gate.observe(measured(0.5)));
+  CHECK(gate.observe(measured(0.25)));
 }
 
 TEST_CASE("proportional: after the warm-up one move in proportion to the speeds, then that split for good") {

@@ -57,6 +57,33 @@ TEST_CASE("a resumed run keeps the seed of its checkpoint; another --seed is ref
   CHECK(!std::filesystem::exists(dir.file("other.jsonl")));
 }
 
+TEST_CASE("a resumed run keeps its checkpoint's seed when the matching state is only in PATH.state.next") {
+  test::TempDir dir("seednext");
+  const std::string flags = std::string(kTiny) + " --data " + corpus(dir) + " --dropout 0.1 --steps 12";
+  const std::string base = flags + " --seed 7 --metrics ";
+  REQUIRE(run_train(base + dir.file("full.jsonl")).status == 0);  // uninterrupted
+  // The same run saving every 4 steps, killed right after step 8's weights took their place
+  // (writes: step 4's state and weights, step 8's state as .state.next, step 8's weights): the
+  // state that matches them is in m-step000008.st.state.next only.
+  const std::string m = dir.file("m-step000008.st");
+  Run killed = test::run_command("env FLEXTP_FAULT_KILL_AFTER_WRITE=4 " + test::train_binary() + " " + base +
+                                 dir.file("killed.jsonl") + " --save-every 4 --save " + dir.file("m.st"));
+  REQUIRE_MESSAGE(killed.status == 137, killed.output);
+  REQUIRE(std::filesystem::exists(m));
+  REQUIRE(!std::filesystem::exists(m + ".state"));
+  REQUIRE(std::filesystem::exists(m + ".state.next"));
+  // Without --seed: seed 7 from m-step000008.st.state.next, not the default seed, so the
+  // batches and dropout masks of steps 9-12 follow the uninterrupted run's, bitwise.
+  Run resumed = run_train(flags + " --metrics " + dir.file("rest.jsonl") + " --load " + m);
+  REQUIRE_MESSAGE(resumed.status == 0, resumed.output);
+  CHECK_MESSAGE(resumed.output.find("resumed " + m + " at step 8 with its seed 7\n") != std::string::npos, resumed.output);
+  std::vector<nlohmann::json> full = test::read_metrics(dir.file("full.jsonl"));
+  std::vector<nlohmann::json> rest = test::read_metrics(dir.file("rest.jsonl"));
+  REQUIRE(full.size() == 12);
+  REQUIRE(rest.size() == 4);
+  for (size_t i = 0; i < 4; ++i) CHECK(rest[i]["loss"] == full[8 + i]["loss"]);
+}
+
 TEST_CASE("--eval-only prints the loss of a checkpoint on a file, windows in order") {
   test::TempDir dir("eval");
   std::string data = corpus(dir);

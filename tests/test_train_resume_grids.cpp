@@ -24,9 +24,7 @@ const std::string kModel = kShape +
 
 // `train` on `ranks` processes in groups of `tp` (one process without mpirun).
 Run train(int ranks, int tp, const std::string& args, const std::string& model = kModel) {
-  std::string launcher = ranks == 1 ? "" : test::mpirun() + " -np " + std::to_string(ranks) + " -x OMP_NUM_THREADS=1 ";
-  std::string grid = ranks == 1 ? "" : " --tp " + std::to_string(tp);
-  return test::run_command("timeout 300 " + launcher + test::train_binary() + " " + model + grid + " " + args);
+  return test::run_train_on(ranks, tp, model + " " + args);
 }
 
 // The tensors of `got` equal those of `want` within f32 rounding of reordered sums, relative to

@@ -137,7 +137,7 @@ double burst_wait_ms(const Partition& p, const std::vector<double>& speed, const
   }
   double sliced = 0;
   for (int r = 0; r < n; ++r) {
-    double others = 0;
+    double others = 0;  // the latest of the others (planner.h): with 3+ ranks, not any one of them
     for (int j = 0; j < n; ++j)
       if (j != r) others = std::max(others, mean[j]);
     const double burst = bursts ? burst_ms[r] : 0.0, gap = mean[r] - others, first = first_share(gap, burst);

@@ -35,6 +35,11 @@
 //    e = clamp(1/2 - G / (4 B)): never first when it is the slowest by 2 B, always first when it
 //    is ahead by 2 B, half the time when balanced; with no burst the step 1 (ahead), 1/2
 //    (balanced), 0 (behind).
+//    With 3 or more ranks "the others" are the latest of them: T_others is the largest of the
+//    other ranks' mean times, so "first" means ahead of the last of the others (someone arrives
+//    after the rank and may wait for its slice: its hold costs) and "last" means behind every
+//    other rank (its descheduled time delays them all). A rank in the middle, behind a faster one
+//    and ahead of a slower one, counts as first.
 //    With no bursts, holds or descheduling all of this is exactly the mean-speed planner.
 #include <map>
 #include <string>

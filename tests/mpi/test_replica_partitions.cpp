@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <set>
 
@@ -182,16 +183,20 @@ TEST_CASE("a migration in one replica mid-run: the curve and the weights equal o
   CHECK_NOTHROW(check_replica_weights(world, g.grid, params));
 }
 
-TEST_CASE("a unit skipped by one replica gets the others' gradient and the same update everywhere; one skipped by all stays frozen (f64, AdamW and SGD)") {
+namespace {
+
+// Each replica d skips skipped_by(d) (the units of `group` its ranks hold) for one step of every
+// grid with several replicas, its group's partition from partition_of(tp): every unit's gradient
+// is the sum over the replicas of what each computed (zeros from those that skipped it), every
+// replica applies the same update (f64, AdamW and SGD), and a unit every replica skipped
+// (`frozen`) stays as it was while the others move.
+void check_skipping_replicas(const std::string& group, const std::function<std::vector<int64_t>(int)>& skipped_by,
+                             const std::vector<int64_t>& frozen, const std::function<Partition(int)>& partition_of) {
   Communicator& world = test::world();
   GPTConfig c = test::tiny_config(DType::F64);
-  const std::string group = mlp_group(c, 0);
   const int64_t batch = 4;
   const double lr = 1e-2;
   Tensor ids = tokens(batch, 7, 5), targets = tokens(batch, 7, 6);
-  // Replica 0 skips MLP units 1 and 3 of layer 0, the others unit 3 alone: unit 1 comes from the
-  // other replicas, unit 3 from none.
-  auto skipped_by = [](int replica) { return replica == 0 ? std::vector<int64_t>{1, 3} : std::vector<int64_t>{3}; };
   for (int tp : replicated_grids(world.size())) {
     GridComms g = grid_of(tp);
     INFO(g.grid.str());
@@ -216,14 +221,14 @@ TEST_CASE("a unit skipped by one replica gets the others' gradient and the same 
     }
     for (const std::string kind : {"adamw", "sgd"}) {
       INFO(kind);
-      // ... and its update: every unit some replica computed, unit 3 frozen.
+      // ... and its update: every unit some replica computed, the frozen ones left alone.
       GPT rule(c);
       std::vector<Parameter*> rp = rule.parameters();
-      skip_units(rp, group, {3});
+      skip_units(rp, group, frozen);
       for (size_t i = 0; i < rp.size(); ++i) rp[i]->value.set_grad(local_rows(*rp[i], expected[i]));
       make_optimizer(kind)->step(rp, lr);
 
-      Partition part = Partition::even(unit_groups(c), tp);
+      Partition part = partition_of(tp);
       GPT model(c, LocalUnits::of_rank(c, part, g.grid.tp_rank), g.tp_or_null());
       std::vector<Parameter*> params = model.parameters();
       std::vector<Tensor> before;
@@ -244,9 +249,39 @@ TEST_CASE("a unit skipped by one replica gets the others' gradient and the same 
         check_same_tensor(now, gather_logical(*rp[i], rp[i]->value, nullptr), 1e-10, params[i]->name + " value");
         if (params[i]->replicated() || params[i]->group().name != group) continue;
         int64_t r = params[i]->unit_rows();
-        CHECK(slice_rows(now, 3 * r, r).to_vector<double>() == slice_rows(before[i], 3 * r, r).to_vector<double>());
-        CHECK(slice_rows(now, r, r).to_vector<double>() != slice_rows(before[i], r, r).to_vector<double>());
+        for (int64_t u = 0; u < params[i]->group().units; ++u) {
+          INFO(params[i]->name, " unit ", u);
+          const bool still = std::count(frozen.begin(), frozen.end(), u) > 0;
+          CHECK((slice_rows(now, u * r, r).to_vector<double>() == slice_rows(before[i], u * r, r).to_vector<double>()) ==
+                still);
+        }
       }
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("a unit skipped by one replica gets the others' gradient and the same update everywhere; one skipped by all stays frozen (f64, AdamW and SGD)") {
+  // Replica 0 skips MLP units 1 and 3 of layer 0, the others unit 3 alone: unit 1 comes from the
+  // other replicas, unit 3 from none.
+  check_skipping_replicas(
+      mlp_group(test::tiny_config(DType::F64), 0),
+      [](int replica) { return replica == 0 ? std::vector<int64_t>{1, 3} : std::vector<int64_t>{3}; }, {3},
+      [](int tp) { return Partition::even(unit_groups(test::tiny_config(DType::F64)), tp); });
+}
+
+TEST_CASE("consecutive units that one replica skips and the others compute all get the others' update (f64, AdamW and SGD)") {
+  // Replica 0 skips MLP units 1 and 2 of layer 0, held by one rank (every replica's rank 0 holds
+  // the whole layer-0 MLP): on that rank they are adjacent rows at the end of its block, which
+  // the optimizer updates from the others' gradient as one run of extra rows.
+  const GPTConfig c = test::tiny_config(DType::F64);
+  check_skipping_replicas(
+      mlp_group(c, 0), [](int replica) { return replica == 0 ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{}; },
+      {}, [&](int tp) {
+        std::vector<UnitGroup> groups = unit_groups(c);
+        Partition p = Partition::even(groups, tp);
+        apply_tp_assignment(p, groups, "mlp@0=0-3" + std::string(tp - 1, '|'));
+        return p;
+      });
 }

@@ -8,9 +8,8 @@
 #include <memory>
 #include <string>
 
-// trainer.cpp and train_faults.cpp belong to the train executable, not to the library the tests link.
-#include "train_faults.cpp"
-#include "trainer.cpp"
+// The Trainer's sources are compiled into this test binary by tests/mpi/train_sources.cpp.
+#include "trainer.h"
 
 #include "nn/unit_costs.h"
 #include "tests/mpi/counting_communicator.h"
