@@ -103,14 +103,16 @@ TEST_CASE("trials: the first step is never measured; a change needs a step befor
   CHECK(t.recent_ms() == doctest::Approx(100));
 }
 
-TEST_CASE("trials: new speeds during a trial leave no verdict; a cancelled resize restores the baseline") {
+TEST_CASE("trials: a verdict across new speeds is inconclusive (no backoff); a cancelled resize restores the baseline") {
   Trials t;
   feed(t, 5, 100);
   t.start(Change::move, 0.2, "even", "2:1");
   feed(t, 2, 120);
-  CHECK(feed(t, 10, 150, {1.0, 0.4}) == "");
-  CHECK_FALSE(t.under_way());
+  CHECK(feed(t, 3, 150, {1.0, 0.4}) == "undone");
+  CHECK(t.inconclusive());
+  CHECK(t.failures() == 0);
   CHECK(t.backoff_left() == 0);
+  CHECK_FALSE(t.known_worse("2:1"));
 
   Trials r;
   feed(r, 5, 100);
@@ -119,6 +121,23 @@ TEST_CASE("trials: new speeds during a trial leave no verdict; a cancelled resiz
   r.cancel();
   CHECK_FALSE(r.under_way());
   CHECK(r.recent_ms() == doctest::Approx(100));
+}
+
+TEST_CASE("trials: a resize is judged against the last step alone; tries wait for steady speeds") {
+  Trials t;
+  feed(t, 5, 100);
+  feed(t, 1, 200);  // the step a resizing policy reacts to
+  t.start(Change::resize, 0, "even", "even resized");
+  CHECK(t.before_ms() == doctest::Approx(200));
+  CHECK(feed(t, static_cast<int>(window(t.options())), 120) == "kept");
+
+  Trials s;
+  for (int i = 0; i < 20; ++i) feed(s, 1, 100, i % 2 ? std::vector<double>{1.0, 0.6} : kEqual);
+  CHECK_FALSE(s.steady());
+  feed(s, static_cast<int>(s.options().steady_steps), 100);
+  CHECK_FALSE(s.steady());  // the first equal step starts the count
+  feed(s, 1, 100);
+  CHECK(s.steady());
 }
 
 TEST_CASE("the learned correction converges on a rank slower than its compute time says") {

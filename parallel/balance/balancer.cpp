@@ -160,7 +160,7 @@ BalanceStep Balancer::after_step(const std::vector<std::vector<double>>& rows, c
   bool every_unit = true;
   for (const RankRow& r : monitor_.table()) every_unit = every_unit && r.units.skipped == 0;
   const TrialEvent verdict =
-      judged ? trials_.observe(step_ms_of(monitor_.table()), monitor_.fast_speeds(), every_unit) : TrialEvent::none;
+      judged ? trials_.observe(step_ms_of(monitor_.table()), monitor_.speeds(), every_unit) : TrialEvent::none;
   const std::vector<RankRow> table = model_view(monitor_.table(), o_.model);
   Observation seen{monitor_.samples(), comm_.rank(), table,
                    corrected_speeds(monitor_.speeds(), correction_), corrected_speeds(monitor_.fast_speeds(), correction_),
@@ -236,11 +236,11 @@ void Balancer::screen(Decision& d, const Observation& seen, BalanceStep& out) {
   }
   const bool moves = d.action == Action::migrate, starts_resizing = d.action == Action::resize && !resizing;
   if (!moves && !starts_resizing) {
-    if (d.action != Action::keep || resizing || !policy_->explores() || !trials_.may_start() ||
+    if (d.action != Action::keep || resizing || !policy_->explores() || !trials_.may_start() || !trials_.steady() ||
         trials_.recent_steps() < trials_.options().baseline || since_move_ < o_.settle_steps)
       return;
-    // The policy sees no move worth making, yet the steps stay far above the model's ideal: the
-    // model may be wrong. Try its best move, judged like any other.
+    // The policy sees no move worth making, yet under steady speeds the steps stay far above the
+    // model's ideal: the model may be wrong. Try its best move, judged like any other.
     const TrialOptions& t = trials_.options();
     if (trials_.recent_ms() <= ideal_step_ms(partition_, seen.speeds, costs_) * (1 + t.try_gap)) return;
     Plan best = plan_migration(partition_, seen.speeds, costs_, comm_model_, {o_.planner.horizon, t.try_gain});

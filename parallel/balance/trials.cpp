@@ -7,7 +7,7 @@
 
 namespace flextp {
 
-double median_ms(std::vector<double> ms) {
+double Trials::median_ms(std::vector<double> ms) {
   if (ms.empty()) return 0.0;
   std::sort(ms.begin(), ms.end());
   size_t n = ms.size();
@@ -19,72 +19,75 @@ Trials::Trials(TrialOptions o) : o_(o) {
   FLEXTP_CHECK(o_.backoff_first >= 1 && o_.backoff_max >= o_.backoff_first, "trials: bad backoff");
 }
 
-bool Trials::conditions_changed(const std::vector<double>& speeds) {
-  double total = 0;
-  for (double s : speeds) total += s;
-  if (!(total > 0)) return false;
-  std::vector<double> share;
-  for (double s : speeds) share.push_back(s / total);
-  bool changed = regime_.size() != share.size();
-  for (size_t r = 0; !changed && r < share.size(); ++r)
-    changed = std::abs(share[r] - regime_[r]) > o_.regime_change * regime_[r];
-  if (!changed) return false;
-  const bool first = regime_.empty();
-  regime_ = share;
-  if (first) return false;
-  // New conditions: what was measured before says nothing about them.
-  recent_.clear();
-  measured_.clear();
-  backoff_left_ = 0;
-  failures_ = 0;
-  return true;
+bool Trials::moved(const std::vector<double>& from, double by) const {
+  if (from.size() != shares_.size()) return !from.empty() || !shares_.empty();
+  for (size_t r = 0; r < from.size(); ++r)
+    if (std::abs(shares_[r] - from[r]) > by * from[r]) return true;
+  return false;
 }
 
 TrialEvent Trials::observe(double step_ms, const std::vector<double>& speeds, bool every_unit) {
   if (++seen_ == 1) return TrialEvent::none;  // the first step pays start-up costs
-  const bool changed = conditions_changed(speeds);
-  if (changed && (phase_ == Phase::settling || phase_ == Phase::measuring)) {
-    // The steps before and after the change ran under other conditions: no verdict, the change
-    // stays, and the policy decides again on what it sees now.
-    phase_ = Phase::idle;
+  double total = 0;
+  for (double s : speeds) total += s;
+  if (total > 0) {
+    shares_.clear();
+    for (double s : speeds) shares_.push_back(s / total);
+  }
+  if (moved(steady_ref_, o_.steady)) {
+    steady_ref_ = shares_;
+    steady_for_ = 0;
+  } else {
+    ++steady_for_;
+  }
+  // A lasting change of speeds: the steps before it and a failure say nothing of the new conditions.
+  if (failures_ > 0 && moved(fail_shares_, o_.new_conditions)) failures_ = backoff_left_ = 0;
+  if (moved(recent_shares_, o_.new_conditions)) {
+    recent_.clear();
+    recent_shares_ = shares_;
   }
   switch (phase_) {
+    case Phase::restoring:
+      if (++phase_steps_ <= o_.settle) break;
+      phase_ = Phase::idle;
+      [[fallthrough]];
     case Phase::idle:
       if (every_unit) recent_.push_back(step_ms);
       if (static_cast<int64_t>(recent_.size()) > o_.baseline) recent_.erase(recent_.begin());
-      if (backoff_left_ > 0) --backoff_left_;
-      return TrialEvent::none;
-    case Phase::restoring:
-      if (++phase_steps_ > o_.settle) {
-        phase_ = Phase::idle;
-        if (every_unit) recent_.push_back(step_ms);
-      }
-      if (backoff_left_ > 0) --backoff_left_;
-      return TrialEvent::none;
+      break;
     case Phase::settling:
       if (++phase_steps_ >= o_.settle) phase_ = Phase::measuring;
       return TrialEvent::none;
     case Phase::measuring:
       after_.push_back(step_ms);
       if (static_cast<int64_t>(after_.size()) < o_.measure) return TrialEvent::none;
-      break;
+      return verdict();
   }
+  if (backoff_left_ > 0) --backoff_left_;
+  return TrialEvent::none;
+}
+
+TrialEvent Trials::verdict() {
   after_ms_ = median_ms(after_);
-  measured_[from_] = before_ms_;
-  measured_[to_] = after_ms_;
+  inconclusive_ = moved(start_shares_, o_.new_conditions);
   if (after_ms_ <= before_ms_ * (1 - o_.keep_gain)) {
     phase_ = Phase::idle;
     // A move's steps are the new partition's full work; a resize keeps the full steps it had.
     if (change_ == Change::move) recent_ = after_;
     if (static_cast<int64_t>(recent_.size()) > o_.baseline) recent_.erase(recent_.begin(), recent_.end() - o_.baseline);
     failures_ = 0;
+    if (!inconclusive_) worse_[from_] = {shares_, before_ms_, after_ms_};
     return TrialEvent::kept;
   }
-  ++failures_;
-  backoff_left_ = std::min(o_.backoff_max, o_.backoff_first << std::min<int64_t>(failures_ - 1, 30));
   phase_ = Phase::restoring;
   phase_steps_ = 0;
   recent_ = before_;
+  if (!inconclusive_) {
+    ++failures_;
+    backoff_left_ = std::min(o_.backoff_max, o_.backoff_first << std::min<int64_t>(failures_ - 1, 30));
+    fail_shares_ = shares_;
+    worse_[to_] = {shares_, after_ms_, before_ms_};
+  }
   return TrialEvent::undone;
 }
 
@@ -97,7 +100,9 @@ void Trials::start(Change c, double predicted_gain, const std::string& from, con
   from_ = from;
   to_ = to;
   before_ = recent_;
-  before_ms_ = median_ms(recent_);
+  before_ms_ = c == Change::resize ? recent_.back() : median_ms(recent_);
+  start_shares_ = shares_;
+  worse_.erase(to);
   after_.clear();
   phase_steps_ = 0;
   phase_ = o_.settle > 0 ? Phase::settling : Phase::measuring;
@@ -110,12 +115,9 @@ void Trials::cancel() {
 }
 
 bool Trials::known_worse(const std::string& key) const {
-  auto it = measured_.find(key);
-  double now = recent_ms();
-  return it != measured_.end() && now > 0 && it->second * (1 - o_.keep_gain) >= now;
+  auto it = worse_.find(key);
+  return it != worse_.end() && !moved(it->second.shares, o_.new_conditions);
 }
-
-double Trials::recent_ms() const { return median_ms(recent_); }
 
 std::vector<double> corrected_speeds(const std::vector<double>& speed, const std::vector<double>& correction) {
   std::vector<double> out = speed;

@@ -23,13 +23,18 @@ struct TrialOptions {
   bool enabled = true;
   int64_t settle = 1;       // steps after a change left out of its measurement (fresh buffers, caches)
   int64_t measure = 4;      // steps whose median is the change's measured step
-  int64_t baseline = 4;     // at most this many steps before the change: their median is "before"
+  int64_t baseline = 4;     // at most this many full steps before a move: their median is "before"
   double keep_gain = 0.02;  // a change is kept when it makes the measured step at least this much faster
   int64_t backoff_first = 16, backoff_max = 512;  // steps without a change after a failed trial
-  double regime_change = 0.3;  // a rank's share of the total speed moving by this much: new conditions
-  // Tries of the model's best move when no policy asked for one: only while the measured step is
-  // this far above the model's ideal, and only for a move predicted to save at least try_gain.
-  double try_gap = 0.25, try_gain = 0.05;
+  // Conditions: each rank's share of the ranks' total smoothed speed. A share moved by more than
+  // `new_conditions` (relative) since a measurement means it no longer holds.
+  double new_conditions = 0.3;
+  // Tries of the model's best move when no policy asked for one: only after `steady_steps` steps
+  // in which no share moved by more than `steady` (a machine's noise is no reason to guess),
+  // while the measured step is `try_gap` above the model's ideal, for a move predicted to save
+  // at least `try_gain`.
+  double try_gap = 0.25, try_gain = 0.05, steady = 0.1;
+  int64_t steady_steps = 8;
 };
 
 enum class Change { move, resize };
@@ -39,60 +44,73 @@ class Trials {
  public:
   explicit Trials(TrialOptions o = {});
 
-  // The step just measured, and the speeds the monitor has for it (fast ones: the last sample
-  // where it jumped); every_unit: no rank skipped a unit in it. Returns the verdict when this
-  // step completes a trial's measurement; the caller undoes the change on `undone`. A first
-  // step is never measured (start-up costs). The baseline of a change is the steps that ran
-  // every unit of the current partition: a move is compared with the full work it replaces,
-  // not with a resized step that trades accuracy for time.
+  // The step just measured; the ranks' smoothed speeds; every_unit: no rank skipped a unit in
+  // it. Returns the verdict when this step completes a trial's measurement; the caller undoes
+  // the change on `undone`. A first step is never measured (start-up costs).
   TrialEvent observe(double step_ms, const std::vector<double>& speeds, bool every_unit = true);
   // Whether a change may start now: no trial under way and not backing off. Every change the
   // balancer makes when this is true must be announced with start().
   bool may_start() const;
+  // Whether the conditions have held still long enough for a try of the model's best move.
+  bool steady() const { return steady_for_ >= o_.steady_steps; }
   // A change made after this step, from configuration `from` to `to` (keys that name them, e.g.
-  // partitions' text), predicted to save this share of the step.
+  // partitions' text), predicted to save this share of the step. A move is compared with the
+  // median of the recent steps that ran every unit of the partition (the full work it
+  // replaces, never a resized step); a resize, which reacts to the last step alone, with it.
   void start(Change c, double predicted_gain, const std::string& from, const std::string& to);
   // The change under trial ended by itself (a resizing policy restored every unit): no verdict.
   void cancel();
   bool under_way() const { return phase_ != Phase::idle; }
   Change change() const { return change_; }
-  // Whether `key` was measured slower than the current configuration under these conditions.
+  // Whether `key` was measured slower than the configuration it was compared with, under the
+  // conditions of now.
   bool known_worse(const std::string& key) const;
-  // The median of the steps measured in the current configuration (0: none yet).
-  double recent_ms() const;
+  // The median of the recent full steps of the current configuration (0: none yet).
+  double recent_ms() const { return median_ms(recent_); }
   int64_t recent_steps() const { return static_cast<int64_t>(recent_.size()); }
   int64_t backoff_left() const { return backoff_left_; }
   int64_t failures() const { return failures_; }
 
-  // The last verdict: the steps before and after (medians, ms) and the predicted gain.
+  // The last verdict: the steps before and after (medians, ms) and the predicted gain. A
+  // verdict under conditions that changed during the trial is inconclusive: an undo then
+  // counts no failure and sets no backoff.
   double before_ms() const { return before_ms_; }
   double after_ms() const { return after_ms_; }
   double predicted_gain() const { return predicted_gain_; }
   double measured_gain() const { return before_ms_ > 0 ? 1 - after_ms_ / before_ms_ : 0.0; }
-  const std::string& from_key() const { return from_; }
+  bool inconclusive() const { return inconclusive_; }
   const TrialOptions& options() const { return o_; }
+
+  static double median_ms(std::vector<double> ms);
 
  private:
   enum class Phase { idle, settling, measuring, restoring };
+  struct Worse {
+    std::vector<double> shares;  // the conditions it was measured in
+    double ms = 0, than_ms = 0;
+  };
   TrialOptions o_;
   Phase phase_ = Phase::idle;
   Change change_ = Change::move;
   int64_t seen_ = 0;          // steps observed (the first one is left out)
   int64_t phase_steps_ = 0;   // steps in this phase so far
-  std::vector<double> recent_;  // steps of the current partition running every unit, these conditions, newest last
+  std::vector<double> recent_;  // full steps of the current configuration, newest last
   std::vector<double> before_;  // recent_ when the trial under way started
   std::vector<double> after_;   // steps measured for the trial under way
-  std::vector<double> regime_;  // each rank's share of the total speed when the conditions began
-  std::map<std::string, double> measured_;  // configuration -> its measured step, these conditions
+  std::vector<double> shares_;  // the conditions now
+  std::vector<double> recent_shares_;  // when recent_ began
+  std::vector<double> start_shares_, fail_shares_;  // at the trial's start; at the last failure
+  std::vector<double> steady_ref_;
+  int64_t steady_for_ = 0;
+  std::map<std::string, Worse> worse_;  // configurations measured slower than what they were compared with
   std::string from_, to_;
   double before_ms_ = 0, after_ms_ = 0, predicted_gain_ = 0;
+  bool inconclusive_ = false;
   int64_t backoff_left_ = 0, failures_ = 0;
 
-  bool conditions_changed(const std::vector<double>& speeds);
+  bool moved(const std::vector<double>& from, double by) const;  // shares_ against `from`
+  TrialEvent verdict();
 };
-
-// The median of a few step times (0 for none).
-double median_ms(std::vector<double> ms);
 
 // The prediction's error, learned: the factor on the speed corrections of the ranks that gave
 // units away (in `from` -> `to`) that makes the model's predicted saving equal the measured one
