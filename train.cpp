@@ -381,6 +381,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
     state.step = step;
     unwatched([&] {
       try {
+        if (lead) remove_stale_checkpoint_temporaries(o.save);  // of saves killed mid-write, any step's
         if (writer) save_checkpoint(path, model, opt.get(), state, &comm);
       } catch (const Error& e) {  // a full disk: files are replaced by rename, so the old ones stand
         FLEXTP_FAIL("cannot save checkpoint ", path, " (step ", step, "): ", e.what(),
@@ -394,12 +395,11 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
 
   int stopped_by = 0;  // a signal: every rank stops after the same step
   int64_t done = start;
-  StopAgreement stop(world);
   for (int64_t step = start; step < o.steps && !stopped_by; ++step) {
-    StepReport r = trainer.step(step);
+    fault_signal(world.rank(), step + 1);
+    StepReport r = trainer.step(step, stop_signal);
     done = r.step;
-    fault_signal(world.rank(), r.step);
-    stopped_by = stop.after_step();
+    stopped_by = r.stop_signal;
     log.step(r);
     if (val_windows && ((o.eval_every && r.step % o.eval_every == 0) || r.last)) {
       r.val_loss = evaluate(model, corpus.val, o.seq_len, val_windows, micro_windows, [&] { watchdog.beat(r.step); });
@@ -413,7 +413,6 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
     }
     std::fflush(stdout);
   }
-  stop.finish();
   log.clear_line();
   watchdog.beat(o.steps + 1);
   if (stopped_by && done < o.steps) {  // the steps done, saved; no export or sample of a run cut short

@@ -8,8 +8,6 @@
 #include <cstring>
 #include <string>
 
-#include "core/tensor.h"
-
 namespace flextp {
 namespace {
 
@@ -47,26 +45,6 @@ void install_stop_signals() {
 }
 
 int stop_signal() { return requested; }
-
-int StopAgreement::after_step() {
-  if (world_.size() == 1) return stop_signal();
-  int agreed = 0;
-  if (pending_) {
-    pending_->wait();
-    pending_.reset();
-    agreed = flag_.data<int32_t>()[0];
-  }
-  if (agreed == 0) {
-    flag_ = Tensor::from_vector<int32_t>({static_cast<int32_t>(stop_signal())}, {1});
-    pending_ = world_.start_all_reduce(flag_, ReduceOp::Max);
-  }
-  return agreed;
-}
-
-void StopAgreement::finish() {
-  if (pending_) pending_->wait();
-  pending_.reset();
-}
 
 const char* signal_name(int signal) {
   static thread_local std::string other;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "core/error.h"
@@ -33,6 +34,33 @@ std::string periodic_checkpoint_path(const std::string& path, int64_t step) {
   char tag[32];
   std::snprintf(tag, sizeof tag, "-step%06lld", (long long)step);
   return stem + tag + extension;
+}
+
+int remove_stale_checkpoint_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const std::string name = fs::path(path).filename().string();
+  auto [stem, tail] = stem_and_extension(name);
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  std::set<std::string> bases;  // the files whose temporaries these are
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string file = e.path().filename().string();
+    size_t tmp = file.rfind(".tmp.");
+    if (tmp == std::string::npos) continue;
+    std::string base = file.substr(0, tmp);
+    if (base.size() > 11 && base.compare(base.size() - 11, 11, ".state.next") == 0) base.resize(base.size() - 11);
+    std::string digits = base.compare(0, stem.size() + 5, stem + "-step") == 0 && base.size() >= stem.size() + 5 + tail.size()
+                             ? base.substr(stem.size() + 5, base.size() - stem.size() - 5 - tail.size())
+                             : "";
+    bool periodic = digits.size() >= kMinDigits && digits.size() <= kMaxDigits &&
+                    digits.find_first_not_of("0123456789") == std::string::npos &&
+                    base.compare(base.size() - tail.size(), tail.size(), tail) == 0;
+    if (base == name || periodic) bases.insert(file.substr(0, tmp));
+  }
+  int removed = 0;
+  for (const std::string& base : bases) removed += remove_stale_temporaries((dir / base).string());
+  return removed;
 }
 
 std::vector<std::string> periodic_checkpoints(const std::string& path) {

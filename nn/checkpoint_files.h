@@ -18,6 +18,12 @@ std::vector<std::string> periodic_checkpoints(const std::string& path);
 // (an earlier attempt that a resume from an older step goes back behind), are never removed.
 void remove_old_checkpoints(const std::string& path, int64_t keep, const std::string& run_id, int64_t step);
 
+// Removes the temporary files that saves killed mid-write left for `path`, its periodic
+// checkpoints and their optimizer state (NAME.tmp.<pid>[.<suffix>] of a process that no longer
+// exists; core/temp_files.h): the next save cleans up after the killed ones, whichever file
+// they were writing. Returns how many it removed.
+int remove_stale_checkpoint_temporaries(const std::string& path);
+
 // Before training, so that a run is never lost at its end: refuses (naming `flag`) a checkpoint
 // path that is a directory or whose directory is missing or cannot be written to.
 void check_checkpoint_path(const std::string& path, const std::string& flag);

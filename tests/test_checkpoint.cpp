@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/autograd.h"
 #include "core/safetensors.h"
@@ -231,6 +233,28 @@ TEST_CASE("--keep-last removes only its own run's checkpoints, and none past the
                                          "m-step001000.st"});
   remove_old_checkpoints(path, 1, "", 25);  // a run without an id removes nothing
   CHECK(std::distance(std::filesystem::directory_iterator(dir.path), std::filesystem::directory_iterator()) == 5);
+}
+
+TEST_CASE("a save removes the temporaries that killed saves left for any of its run's files, and nothing else") {
+  test::TempDir dir("ckstaletmp");
+  pid_t pid = ::fork();  // a process that has exited: its pid is no one's now
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const std::string dead = std::to_string(pid);
+  for (std::string name : {"m-step000005.st.tmp.", "m-step000005.st.state.next.tmp.", "m.st.state.next.tmp.", "m.st.tmp."})
+    dir.write(name + dead + ".0123456789abcdef", "killed");
+  dir.write("m.st.tmp." + dead, "killed, older name");
+  const std::vector<std::string> kept = {"m-step000005.st.tmp.1.0123456789abcdef",  // pid 1 lives
+                                         "other.st.tmp." + dead, "m-stepx.st.tmp." + dead, "notes.txt.tmp." + dead};
+  for (const std::string& name : kept) dir.write(name, "not ours, or alive");
+  CHECK(remove_stale_checkpoint_temporaries(dir.file("m.st")) == 5);
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  std::vector<std::string> expected = kept;
+  std::sort(expected.begin(), expected.end());
+  CHECK(left == expected);
 }
 
 TEST_CASE("a SwiGLU model's checkpoint records its MLP kind and loads back exactly") {

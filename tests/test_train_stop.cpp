@@ -72,7 +72,7 @@ TEST_CASE("SIGTERM after step 3 saves step 3: the resumed run continues the unin
   const std::string m = dir.file("m.st");
   Run whole = run_train(base + " --metrics " + dir.file("whole.jsonl"));
   REQUIRE(whole.status == 0);
-  // The signal raised in the process after step 3, as if it came from outside then.
+  // The signal raised in the process as step 3 begins, as if it came from outside then.
   Run stopped = test::run_command("env FLEXTP_FAULT_SIGNAL=0:3:15 " + test::train_binary() + " " + base + " --save " + m);
   INFO(stopped.output);
   CHECK(stopped.status == 143);
@@ -97,7 +97,7 @@ TEST_CASE("SIGTERM after step 3 saves step 3: the resumed run continues the unin
 TEST_CASE("a second signal ends the run at once, even in the middle of its save") {
   test::TempDir dir("sigtwice");
   const std::string m = dir.file("m.st"), log = dir.file("log.txt");
-  // The first signal after step 2; its save then takes a minute (a slow disk).
+  // The first signal in step 2; its save then takes a minute (a slow disk).
   pid_t pid = start_train("FLEXTP_FAULT_SIGNAL=0:2:15 FLEXTP_FAULT_SLOW_SAVE_MS=60000",
                           std::string(kTiny) + " --data " + test::corpus(dir) + " --steps 10 --save " + m, log);
   REQUIRE(wait_for([&] { return has(test::read_bytes(log), "stopping after this step"); }));
@@ -114,8 +114,7 @@ TEST_CASE("a second signal ends the run at once, even in the middle of its save"
 TEST_CASE("under mpirun a signal that reaches one rank stops every rank after the same step") {
   test::TempDir dir("sigmpi");
   const std::string m = dir.file("m.st"), metrics = dir.file("m.jsonl");
-  // Only rank 1 gets SIGTERM, after step 3. The ranks learn of it after the next step (the
-  // agreement travels beside step 4, adding no wait to it) and all stop there.
+  // Only rank 1 gets SIGTERM, as step 3 begins: every rank learns of it in step 3's exchange.
   Run r = test::run_command("timeout 120 " + test::mpirun() + " -np 2 -x OMP_NUM_THREADS=1 -x FLEXTP_FAULT_SIGNAL=1:3:15 " +
                             test::train_binary() + " " + kTiny + " --data " + test::corpus(dir) +
                             " --steps 8 --save " + m + " --metrics " + metrics);
@@ -123,7 +122,17 @@ TEST_CASE("under mpirun a signal that reaches one rank stops every rank after th
   CHECK(r.status != 0);
   CHECK(r.status != 124);  // no hang
   CHECK_FALSE(has(r.output, "train: error"));
-  CHECK(has(r.output, "stopped by SIGTERM after step 4; resume with --load " + m));
-  CHECK(test::read_metrics(metrics).size() == 4);
-  CHECK(saved_step(m) == 4);
+  CHECK(has(r.output, "stopped by SIGTERM after step 3; resume with --load " + m));
+  CHECK(test::read_metrics(metrics).size() == 3);
+  CHECK(saved_step(m) == 3);
+  // Two replicas of one rank (--tp 1): the request crosses from replica 1 to replica 0.
+  Run dp = test::run_command("timeout 120 " + test::mpirun() + " -np 2 -x OMP_NUM_THREADS=1 -x FLEXTP_FAULT_SIGNAL=1:2:2 " +
+                             test::train_binary() + " " + kTiny + " --tp 1 --data " + test::corpus(dir) + " --steps 8 --save " +
+                             m + " --metrics " + dir.file("dp.jsonl"));
+  INFO(dp.output);
+  CHECK(dp.status != 0);
+  CHECK(dp.status != 124);
+  CHECK(has(dp.output, "stopped by SIGINT after step 2; resume with --load " + m));
+  CHECK(test::read_metrics(dir.file("dp.jsonl")).size() == 2);
+  CHECK(saved_step(m) == 2);
 }
