@@ -239,7 +239,8 @@ TEST_CASE("ranks that read different data, settings or checkpoints stop before s
     MESSAGE("no GPT-2 files in ", gpt2, ": the case of a differing vocabulary is skipped");
   }
   stops_with(two_ranks(base + data + " --load " + dir.file("m-step000001.st"), base + data + " --load " + dir.file("m-step000002.st")),
-             "the step of the loaded checkpoint differs between rank 0 and rank 1");
+             "the step of the loaded checkpoint differs between rank 0 and rank 1; the loaded checkpoint (its run and "
+             "save ids) differs between rank 0 and rank 1");
 }
 
 TEST_CASE("a run resumed on another tensor-parallel size and partition continues the same loss curve") {
