@@ -16,10 +16,12 @@
 #include "train_faults.h"
 #include "train_options.h"
 #include "train_log.h"
+#include "train_stop.h"
 #include "trainer.h"
 #include "core/autograd.h"
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/device_choice.h"
+#include "core/temp_files.h"
 #include "core/text_fields.h"
 #include "data/batches.h"
 #include "data/token_files.h"
@@ -191,7 +193,7 @@ uint64_t resumed_seed(const TrainOptions& o, const CLI::App& app) {
 // What every rank must have read alike: compared across ranks before training.
 std::vector<Fingerprint> input_fingerprints(const TrainOptions& o, const CLI::App& app, const Tokenizer& tok,
                                             const GPTConfig& c, const std::vector<int32_t>& train_tokens,
-                                            const std::vector<int32_t>& val_tokens, int64_t checkpoint_step) {
+                                            const std::vector<int32_t>& val_tokens, const TrainState& loaded) {
   uint64_t vocabulary = fingerprint(tok.name());
   for (int32_t id = 0; id < tok.vocab_size(); ++id) {
     std::string piece = tok.decode({id});
@@ -211,7 +213,8 @@ std::vector<Fingerprint> input_fingerprints(const TrainOptions& o, const CLI::Ap
           {"the validation data", fingerprint(val_tokens.data(), val_tokens.size() * sizeof(int32_t))},
           {"the vocabulary", vocabulary},
           {"the configuration (model and flags)", fingerprint(settings)},
-          {"the step of the loaded checkpoint", fingerprint(std::to_string(checkpoint_step))}};
+          {"the step of the loaded checkpoint", fingerprint(std::to_string(loaded.step))},
+          {"the loaded checkpoint (its run and save ids)", fingerprint(loaded.run_id + "/" + loaded.save_id)}};
 }
 
 // The whole corpus, and the training and validation tokens taken from it (or from --val-data).
@@ -295,6 +298,10 @@ void print_run_header(TrainLog& log, const TrainOptions& o, const GPTConfig& c, 
 int run(const TrainOptions& options, const CLI::App& app, Communicator& world, Device device,
         const std::function<std::unique_ptr<Communicator>(int color)>& split) {
   TrainOptions o = options;
+  if (world.rank() == 0) {  // the one rank that writes files: before anything else, not at the end
+    if (!o.save.empty()) check_checkpoint_path(o.save, "--save");
+    if (!o.export_hf.empty()) check_export_dir(o.export_hf, "--export-hf");
+  }
   if (!o.load.empty() && !o.eval_only) o.seed = resumed_seed(o, app);
   // The grid: replicas of tp consecutive ranks. One replica (the default) uses the world as it is.
   const Grid grid = with_flag("--tp", [&] { return Grid::of(world.size(), world.rank(), static_cast<int>(o.tp)); });
@@ -328,13 +335,17 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   model.set_imputation(o.impute == "stale" ? Impute::Stale : Impute::Zero);
   model.set_tp_chunks(o.tp_chunks);
   std::unique_ptr<Optimizer> opt = make_optimizer(o);
-  int64_t start = 0;
-  if (!o.load.empty()) start = load_checkpoint(o.load, model, o.eval_only ? nullptr : opt.get(), &comm).step;
+  TrainState loaded;
+  if (!o.load.empty()) loaded = load_checkpoint(o.load, model, o.eval_only ? nullptr : opt.get(), &comm);
+  const int64_t start = loaded.step;
   // Before the first collective that depends on them.
-  check_ranks_agree(world, input_fingerprints(o, app, tok, c, corpus.train, corpus.val, start));
+  check_ranks_agree(world, input_fingerprints(o, app, tok, c, corpus.train, corpus.val, loaded));
   if (o.eval_only) return evaluate_checkpoint(o, model, corpus, lead);
+  FLEXTP_CHECK(o.steps >= start, "--steps ", o.steps, " is behind step ", start, " of ", o.load,
+               ": nothing to train (--steps counts the checkpoint's steps too; give more)");
   if (!o.load.empty() && lead)
-    std::printf("resumed %s at step %lld with its seed %llu\n", o.load.c_str(), (long long)start, (unsigned long long)o.seed);
+    std::printf("resumed %s at step %lld with its seed %llu%s\n", o.load.c_str(), (long long)start,
+                (unsigned long long)o.seed, o.steps == start ? ": nothing to train (--steps is its step)" : "");
   FaultHook faults(o.fault_nan_steps, o.fault_kill, o.fault_hang, world.rank(), world.size());
   BatchSampler sampler(&corpus.train, o.batch, o.seq_len, o.seed);
   int64_t val_windows = corpus.val.empty() ? 0 : eval_window_count(corpus.val, o, "the validation data");
@@ -366,11 +377,14 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
     world.barrier();
     watchdog.resume();
   };
-  TrainState state{start, o.seed, {{"tokenizer", tok.name()}}};
+  // A resumed run keeps its checkpoint's identity; a new one (or one resumed from files older than
+  // run ids) draws its own.
+  TrainState state{start, o.seed, {{"tokenizer", tok.name()}}, loaded.run_id.empty() ? random_hex_id() : loaded.run_id};
   auto save = [&](const std::string& path, int64_t step) {
     state.step = step;
     unwatched([&] {
       try {
+        if (lead) remove_stale_checkpoint_temporaries(o.save);  // of saves killed mid-write, any step's
         if (writer) save_checkpoint(path, model, opt.get(), state, &comm);
       } catch (const Error& e) {  // a full disk: files are replaced by rename, so the old ones stand
         FLEXTP_FAIL("cannot save checkpoint ", path, " (step ", step, "): ", e.what(),
@@ -382,8 +396,13 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   Trainer trainer(o, model, *opt, comm, balancer, watchdog, sampler, faults, [&](const StepReport& r) { log.skipped(r); },
                   {grid, dp_group.get(), static_cast<int64_t>(o.dp_bucket_mb * (1 << 20)), &world});
 
-  for (int64_t step = start; step < o.steps; ++step) {
-    StepReport r = trainer.step(step);
+  int stopped_by = 0;  // a signal: every rank stops after the same step
+  int64_t done = start;
+  for (int64_t step = start; step < o.steps && !stopped_by; ++step) {
+    fault_signal(world.rank(), step + 1);
+    StepReport r = trainer.step(step, stop_signal);
+    done = r.step;
+    stopped_by = r.stop_signal;
     log.step(r);
     if (val_windows && ((o.eval_every && r.step % o.eval_every == 0) || r.last)) {
       r.val_loss = evaluate(model, corpus.val, o.seq_len, val_windows, micro_windows, [&] { watchdog.beat(r.step); });
@@ -393,12 +412,19 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
     if (!o.save.empty() && o.save_every && r.step % o.save_every == 0 && !r.last && !r.skipped) {
       log.clear_line();
       save(periodic_checkpoint_path(o.save, r.step), r.step);
-      if (lead && o.keep_last > 0) remove_old_checkpoints(o.save, o.keep_last);
+      if (lead && o.keep_last > 0) remove_old_checkpoints(o.save, o.keep_last, state.run_id, r.step);
     }
     std::fflush(stdout);
   }
   log.clear_line();
   watchdog.beat(o.steps + 1);
+  if (stopped_by && done < o.steps) {  // the steps done, saved; no export or sample of a run cut short
+    if (!o.save.empty()) save(o.save, done);
+    log.say("stopped by %s after step %lld%s\n", signal_name(stopped_by), (long long)done,
+            o.save.empty() ? " (nothing saved: no --save)" : ("; resume with --load " + o.save).c_str());
+    std::fflush(stdout);
+    return 128 + stopped_by;
+  }
   if (!o.save.empty()) save(o.save, std::max(start, o.steps));
   if (!o.export_hf.empty()) {
     unwatched([&] {
@@ -431,8 +457,10 @@ int main(int argc, char** argv) {
     if (mpi && *status != 0) MpiRuntime::abort_all(*status);
     return *status;
   }
+  install_stop_signals();
   std::unique_ptr<Communicator> comm;
   try {
+    check_flag_combinations(o);
     Device device = with_flag("--device " + o.device, [&] { return choose_device(o.device); });
     // Ranks on GPUs talk over NCCL (device memory, no host staging); MPI only brings them up.
     // --comm-backend mpi stages GPU tensors through the host instead: NCCL refuses two ranks

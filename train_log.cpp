@@ -1,5 +1,7 @@
 #include "train_log.h"
 
+#include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "core/cuda/cuda_runtime_api.h"
@@ -43,7 +45,8 @@ TrainLog::TrainLog(bool lead, const TrainOptions& o, bool cuda)
     : lead_(lead), cuda_(cuda), log_every_(o.log_every), progress_(lead, o.steps) {
   if (!o.metrics.empty() && lead) {
     metrics_.open(o.metrics, std::ios::app);
-    FLEXTP_CHECK(metrics_, "cannot open --metrics file ", o.metrics);
+    FLEXTP_CHECK(metrics_, "cannot open --metrics file ", o.metrics, ": ", std::strerror(errno));
+    metrics_path_ = o.metrics;
   }
 }
 
@@ -137,6 +140,9 @@ void TrainLog::metrics(const StepReport& r) {
   }
   if (r.val_loss) line["val_loss"] = *r.val_loss;
   metrics_ << line.dump() << "\n" << std::flush;
+  // A record cut short without a word is worse than a stopped run (a full disk, /dev/full).
+  FLEXTP_CHECK(metrics_, "cannot write --metrics file ", metrics_path_, " at step ", r.step, ": ", std::strerror(errno),
+               " (disk full?); its last line may be cut");
 }
 
 }  // namespace flextp

@@ -41,6 +41,7 @@ class TrainLog {
   int64_t log_every_;
   Progress progress_;
   std::ofstream metrics_;
+  std::string metrics_path_;
 };
 
 }  // namespace flextp

@@ -46,6 +46,16 @@ void validate_model_flags(const GPTConfig& c) {
   }
 }
 
+void check_flag_combinations(const TrainOptions& o) {
+  FLEXTP_CHECK(o.save_every == 0 || !o.save.empty(), "--save-every ", o.save_every,
+               " needs --save PATH (the periodic checkpoints are named after it: PATH-stepNNNNNN)");
+  FLEXTP_CHECK(o.keep_last == 0 || o.save_every > 0, "--keep-last ", o.keep_last,
+               " needs --save-every N (it prunes the periodic checkpoints; the final --save is always kept)");
+  FLEXTP_CHECK(!o.eval_only || o.save.empty(), "--eval-only trains nothing: --save ", o.save, " would save nothing new");
+  FLEXTP_CHECK(!o.eval_only || o.export_hf.empty(), "--eval-only exports nothing: leave out --export-hf ", o.export_hf,
+               " (a run with --load and --steps equal to its step exports it)");
+}
+
 std::unique_ptr<Tokenizer> tokenizer_from_flags(const TrainOptions& o) {
   FLEXTP_CHECK(o.tokenizer != "gpt2" || !o.tokenizer_dir.empty(),
                "--tokenizer gpt2 needs --tokenizer-dir DIR holding encoder.json and vocab.bpe");

@@ -90,6 +90,10 @@ auto with_flag(const std::string& flag, F&& f) -> decltype(f()) {
 // (n_embd -> --n-embd): "--n-embd 10 is not divisible by --n-head 4".
 void validate_model_flags(const GPTConfig& c);
 
+// Refuses flags that could not take effect (--save-every without --save, --keep-last without
+// --save-every, --eval-only with --save or --export-hf): a flag that does nothing says so.
+void check_flag_combinations(const TrainOptions& o);
+
 // The tokenizer --tokenizer and --tokenizer-dir name.
 std::unique_ptr<Tokenizer> tokenizer_from_flags(const TrainOptions& o);
 

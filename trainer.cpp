@@ -35,7 +35,14 @@ double Trainer::sum_over_replicas(double local) {
   return t.item();
 }
 
-Trainer::Bookkeeping Trainer::exchange_bookkeeping(const GradSquares& squares) {
+int Trainer::stop_over_replicas(int local) {
+  if (!several_replicas()) return local;
+  Tensor t = Tensor::from_vector<double>({static_cast<double>(local)}, {1});
+  clock_.timed([&] { replicas_.comm->all_reduce(t, ReduceOp::Max); });
+  return static_cast<int>(t.item());
+}
+
+Trainer::Bookkeeping Trainer::exchange_bookkeeping(const GradSquares& squares, int stop_request) {
   Bookkeeping out;
   std::vector<std::vector<double>> rows;
   // Timed, as any collective of the step: waiting here for a slower rank is waiting.
@@ -47,19 +54,21 @@ Trainer::Bookkeeping Trainer::exchange_bookkeeping(const GradSquares& squares) {
                                                      clock_.step_burst(), clock_.syncs());
     mine.push_back(squares.split);
     mine.push_back(squares.replicated);
+    mine.push_back(stop_request);
     rows = all_gather_rows(clock_.untimed(), mine);
   });
   std::vector<GradSquares> ranks;
   for (std::vector<double>& row : rows) {
-    ranks.push_back({row[row.size() - 2], row.back()});
-    row.resize(row.size() - 2);
+    out.stop = std::max(out.stop, static_cast<int>(row.back()));
+    ranks.push_back({row[row.size() - 3], row[row.size() - 2]});
+    row.resize(row.size() - 3);
   }
   out.norm = norm_of(ranks);
   out.monitor_rows = std::move(rows);
   return out;
 }
 
-StepReport Trainer::step(int64_t step) {
+StepReport Trainer::step(int64_t step, const std::function<int()>& stop_request) {
   double t0 = bench::now_ms();
   clock_.begin_step(step);
   model_.set_step(static_cast<uint64_t>(step));
@@ -88,6 +97,7 @@ StepReport Trainer::step(int64_t step) {
       sync_ ? sync_->leaf_hook() : LeafGradReady{});
   if (sync_) sync_->end_backward();
   r.loss = faults_.after_forward(r.step, sum_over_replicas(mine));
+  const int stop = stop_over_replicas(stop_request());
   const double windows_ms = clock_.compute_ms();  // the forward and backward of this replica's windows
   // Every rank sees the same loss and norm (both are reduced), so all skip a bad step together.
   // After the data-parallel sum every replica holds the whole gradient, so clipping's norm,
@@ -102,7 +112,8 @@ StepReport Trainer::step(int64_t step) {
   } else if (sync_) {
     sync_->abandon();  // every replica skips this step: the started all-reduces are dropped
   }
-  const Bookkeeping kept = exchange_bookkeeping(squares);
+  const Bookkeeping kept = exchange_bookkeeping(squares, stop);
+  r.stop_signal = kept.stop;
   if (std::isfinite(r.loss)) {
     r.grad_norm = sync_ ? sync_->same_on_every_replica(kept.norm) : kept.norm;
     clip_to_norm(params_, o_.grad_clip, r.grad_norm);

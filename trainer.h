@@ -33,6 +33,9 @@ struct StepReport {
   double loss = NAN, grad_norm = NAN;  // NaN where not finite or not computed (a skipped step)
   bool skipped = false;
   int64_t bad_in_row = 0, bad_total = 0;  // skipped steps
+  // A signal (SIGINT, SIGTERM) that some rank of the job was asked to stop by, learnt by every
+  // rank in this step's exchange: all stop after this step (train_stop.h). 0: go on.
+  int stop_signal = 0;
   double ms = 0, tokens_per_s = 0;        // the whole step, the balancer's work included
   BalanceStep balance;                    // the plan, the policy's choice, the bytes moved
   // With several ranks: the monitor's table after this step, and the partition after a migration.
@@ -61,7 +64,9 @@ class Trainer {
           Watchdog& watchdog, BatchSampler sampler, FaultHook faults, std::function<void(const StepReport&)> on_skip,
           Replicas replicas = {});
   // Global step `step`, counted from 0 (a resumed run starts at its checkpoint's step).
-  StepReport step(int64_t step);
+  // `stop_request`, read once the backward is done: the signal this rank was asked to stop by
+  // (0: none); it travels in the step's existing exchanges, no collective of its own.
+  StepReport step(int64_t step, const std::function<int()>& stop_request = [] { return 0; });
 
  private:
   const TrainOptions& o_;
@@ -93,12 +98,16 @@ class Trainer {
     double compute_ms = 0, wait_ms = 0;  // the clock's counts of this step at the exchange
     double norm = NAN;
     std::vector<std::vector<double>> monitor_rows;
+    int stop = 0;  // the largest stop request of the group's ranks
   };
   Tail tail_;  // the clock's counts after the last step's exchange
-  Bookkeeping exchange_bookkeeping(const GradSquares& squares);
+  Bookkeeping exchange_bookkeeping(const GradSquares& squares, int stop_request);
 
   bool several_replicas() const { return replicas_.comm && replicas_.comm->size() > 1; }
   double sum_over_replicas(double local);
+  // The largest stop request of this tensor-parallel slot's ranks over the replicas, right after
+  // the loss's sum (where the replicas have just met: it waits for no one).
+  int stop_over_replicas(int local);
 };
 
 }  // namespace flextp

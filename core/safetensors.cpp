@@ -13,6 +13,8 @@
 #include <tuple>
 #include <nlohmann/json.hpp>
 
+#include "core/temp_files.h"
+
 namespace flextp {
 namespace {
 
@@ -55,9 +57,9 @@ bool fault_now(const char* variable, int count) {
 void write_file_atomic(const std::string& path, const std::string& bytes) {
   static int writes = 0;
   const int this_write = ++writes;
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  FLEXTP_CHECK(fd >= 0, "cannot create ", tmp, ": ", errno_text());
+  remove_stale_temporaries(path);  // of earlier saves killed mid-write
+  std::string tmp = temporary_path(path);
+  int fd = create_new_file(tmp);
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, std::min<size_t>(bytes.size() - done, 1 << 20));
@@ -212,6 +214,33 @@ SafetensorsFile read_safetensors(const std::string& path) {
     out.tensors[e.name] = t;
   }
   return out;
+}
+
+// The header alone: a look at many checkpoints (--keep-last) reads none of their tensors.
+std::map<std::string, std::string> read_safetensors_metadata(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  FLEXTP_CHECK(in, "cannot open checkpoint file ", path, ": ", errno_text());
+  uint64_t file_size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  unsigned char len_bytes[8] = {};
+  in.read(reinterpret_cast<char*>(len_bytes), 8);
+  uint64_t header_len = 0;
+  for (int i = 0; i < 8; ++i) header_len |= static_cast<uint64_t>(len_bytes[i]) << (8 * i);
+  FLEXTP_CHECK(in && header_len <= kMaxHeaderBytes && header_len <= file_size - 8, path,
+               ": not a safetensors file (its header length ", header_len, " does not fit the file of ", file_size,
+               " bytes)");
+  std::string text(header_len, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(header_len));
+  std::map<std::string, std::string> metadata;
+  try {
+    json header = json::parse(text);
+    if (header.is_object() && header.contains("__metadata__") && header["__metadata__"].is_object())
+      for (auto& [k, v] : header["__metadata__"].items())
+        if (v.is_string()) metadata[k] = v.get<std::string>();
+  } catch (const json::exception& e) {
+    FLEXTP_FAIL(path, ": header is not valid JSON: ", e.what());
+  }
+  return metadata;
 }
 
 }  // namespace flextp

@@ -21,6 +21,8 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
                        const std::map<std::string, std::string>& metadata = {});
 
 SafetensorsFile read_safetensors(const std::string& path);
+// The __metadata__ of a safetensors file, reading its header only.
+std::map<std::string, std::string> read_safetensors_metadata(const std::string& path);
 
 // Writes `bytes` to path through a temporary file, fsync and rename.
 void write_file_atomic(const std::string& path, const std::string& bytes);

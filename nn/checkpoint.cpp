@@ -14,6 +14,7 @@
 #include "core/autograd.h"
 #include "core/ops/shape_ops.h"
 #include "core/safetensors.h"
+#include "core/temp_files.h"
 #include "core/text_fields.h"
 #include "nn/mlp_layer.h"
 #include "nn/stale_state.h"
@@ -85,12 +86,20 @@ std::map<std::string, std::string> config_metadata(const GPTConfig& c) {
           {"n_positions", std::to_string(c.n_positions)}};
 }
 
-int64_t meta_int(const SafetensorsFile& f, const std::string& path, const std::string& key) {
-  auto it = f.metadata.find(key);
-  FLEXTP_CHECK(it != f.metadata.end(), path, ": metadata has no '", key, "'");
+int64_t meta_int(const std::map<std::string, std::string>& metadata, const std::string& path, const std::string& key) {
+  auto it = metadata.find(key);
+  FLEXTP_CHECK(it != metadata.end(), path, ": metadata has no '", key, "'");
   std::optional<int64_t> v = whole_int(it->second);
   FLEXTP_CHECK(v, path, ": metadata '", key, "' = '", it->second, "' is not an integer");
   return *v;
+}
+int64_t meta_int(const SafetensorsFile& f, const std::string& path, const std::string& key) {
+  return meta_int(f.metadata, path, key);
+}
+
+std::string meta_text(const std::map<std::string, std::string>& metadata, const std::string& key) {
+  auto it = metadata.find(key);
+  return it == metadata.end() ? "" : it->second;
 }
 
 // Seeds are unsigned 64-bit: the upper half of their range does not fit meta_int.
@@ -108,6 +117,32 @@ uint64_t meta_seed(const SafetensorsFile& f, const std::string& path) {
 
 std::string state_path(const std::string& path) { return path + ".state"; }
 std::string next_state_path(const std::string& path) { return path + ".state.next"; }
+
+// "step 20, run 0123456789abcdef, save fedcba9876543210" (or "no run id": older files).
+std::string save_label(const std::map<std::string, std::string>& metadata) {
+  std::string run = meta_text(metadata, "run_id"), save = meta_text(metadata, "save_id");
+  return "step " + meta_text(metadata, "step") + ", " + (run.empty() ? "no run id" : "run " + run) +
+         (save.empty() ? "" : ", save " + save);
+}
+
+// The optimizer state of the weights of `path` (metadata `weights`): PATH.state, or PATH.state.next
+// after a save interrupted between its renames, of the same step and the same save. Throws naming
+// both files when the only state there is of another step or another save.
+std::string matching_state_path(const std::string& path, const std::map<std::string, std::string>& weights) {
+  const std::string step = meta_text(weights, "step").empty() ? "0" : meta_text(weights, "step");
+  const std::string save = meta_text(weights, "save_id");
+  std::string other, other_label;
+  for (const std::string& sp : {state_path(path), next_state_path(path)}) {
+    if (!std::filesystem::exists(sp)) continue;
+    std::map<std::string, std::string> s = read_safetensors_metadata(sp);
+    if (std::to_string(meta_int(s, sp, "step")) == step && meta_text(s, "save_id") == save) return sp;
+    if (other.empty()) other = sp, other_label = save_label(s);
+  }
+  FLEXTP_CHECK(!other.empty(), "cannot resume from ", path, ": its optimizer state ", state_path(path), " is missing");
+  FLEXTP_FAIL(other, " (", other_label, ") does not belong to ", path, " (", save_label(weights),
+              "): the pair is inconsistent, written by different saves (an interrupted save, or another run's "
+              "files?); use a checkpoint whose two files were saved together");
+}
 
 void rename_file(const std::string& from, const std::string& to) {
   FLEXTP_CHECK(std::rename(from.c_str(), to.c_str()) == 0, "cannot move ", from, " to ", to, ": ",
@@ -197,6 +232,7 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
   if (!writer) return;
   std::map<std::string, std::string> meta = config_metadata(c);
   meta["step"] = std::to_string(state.step);
+  if (!state.run_id.empty()) meta["run_id"] = state.run_id, meta["save_id"] = random_hex_id();
   for (const auto& [k, v] : state.extra) meta["extra." + k] = v;  // e.g. the tokenizer, checked on load
   if (optimizer) {
     std::map<std::string, std::string> smeta = meta;
@@ -259,15 +295,18 @@ std::map<std::string, std::string> read_checkpoint_extra(const std::string& path
   return extra;
 }
 
+std::map<std::string, std::string> read_checkpoint_metadata(const std::string& path) {
+  return read_safetensors_metadata(path);
+}
+
 std::optional<uint64_t> read_checkpoint_seed(const std::string& path) {
-  SafetensorsFile f = read_safetensors(path);
-  int64_t step = f.metadata.count("step") ? meta_int(f, path, "step") : 0;
-  for (const std::string& sp : {state_path(path), next_state_path(path)}) {
-    if (!std::filesystem::exists(sp)) continue;
-    SafetensorsFile s = read_safetensors(sp);
-    if (meta_int(s, sp, "step") == step) return meta_seed(s, sp);
+  std::string sp;
+  try {
+    sp = matching_state_path(path, read_safetensors_metadata(path));
+  } catch (const Error&) {
+    return std::nullopt;  // no state of these weights: loading the checkpoint says why
   }
-  return std::nullopt;
+  return meta_seed(read_safetensors(sp), sp);
 }
 
 GPTConfig read_checkpoint_config(const std::string& path) {
@@ -308,20 +347,11 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
 
   TrainState state;
   state.step = f.metadata.count("step") ? meta_int(f, path, "step") : 0;
+  state.run_id = meta_text(f.metadata, "run_id"), state.save_id = meta_text(f.metadata, "save_id");
   SafetensorsFile s;
   if (optimizer) {
-    std::string sp = state_path(path);
-    // A save interrupted between its two renames leaves the matching state in PATH.state.next.
-    bool have = std::filesystem::exists(sp);
-    if (have) s = read_safetensors(sp);
-    if ((!have || meta_int(s, sp, "step") != state.step) && std::filesystem::exists(next_state_path(path))) {
-      SafetensorsFile next = read_safetensors(next_state_path(path));
-      if (meta_int(next, next_state_path(path), "step") == state.step) s = std::move(next), sp = next_state_path(path), have = true;
-    }
-    FLEXTP_CHECK(have, "cannot resume from ", path, ": its optimizer state ", sp, " is missing");
-    int64_t sstep = meta_int(s, sp, "step");
-    FLEXTP_CHECK(sstep == state.step, sp, " is from step ", sstep, " but ", path, " from step ",
-                 state.step, ": the pair is inconsistent (an interrupted save?); use an older checkpoint");
+    std::string sp = matching_state_path(path, f.metadata);
+    s = read_safetensors(sp);
     FLEXTP_CHECK(s.metadata["optimizer"] == optimizer->name(), sp, " holds ", s.metadata["optimizer"],
                  " state, but the run uses ", optimizer->name());
     std::map<std::string, Shape> slots;

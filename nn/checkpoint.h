@@ -6,6 +6,8 @@
 //   PATH.state  safetensors optimizer slots ("<name>.<slot>", same layout as the weights) and
 //               stale imputation's running means ("<layer>.stale_mean"/".stale_seen", when any
 //               is known), with the step, optimizer, seed and data position in __metadata__.
+// With a run id, both files carry the run's and the save's ids, and the loader takes only the
+// state of the weights' save (another run's state of the same step is refused, naming both).
 // The state is written first (as PATH.state.next), then the weights, each through a temporary
 // file and a rename, then the state is renamed into place; both carry the step, and loading takes
 // the state of the weights' step (from PATH.state.next after an interrupted save) or refuses.
@@ -22,6 +24,12 @@ struct TrainState {
   int64_t step = 0;  // steps completed; also the data position (batches depend on the step)
   uint64_t seed = 0;
   std::map<std::string, std::string> extra;  // free-form (tokenizer, flags)
+  // The run's identity (16 hex digits): drawn when a run starts from scratch, kept by the runs that
+  // resume it; --keep-last removes only checkpoints of its own run. Empty: none (nor a save id).
+  std::string run_id = {};
+  // Set by load_checkpoint: the id of the save that wrote the files. Every save with a run id
+  // draws one and writes it into both the weights and the optimizer state: a pair is one save's.
+  std::string save_id = {};
 };
 
 // Rank 0 writes; every rank takes part in gathering units.
@@ -49,6 +57,9 @@ std::map<std::string, std::string> read_checkpoint_extra(const std::string& path
 // The seed the run that saved `path` used, from the optimizer state of the weights' step (as
 // load_checkpoint picks it); none when there is no such state.
 std::optional<uint64_t> read_checkpoint_seed(const std::string& path);
+
+// The metadata of a checkpoint's weights (its header alone): step, run_id, save_id, config.
+std::map<std::string, std::string> read_checkpoint_metadata(const std::string& path);
 
 // Hugging Face layout <-> flextp layout for one logical tensor of a parameter (or of its optimizer
 // slots), as the parameter's layer declared it (UnitLayout::hf: c_attn and c_fc differ).

@@ -1,9 +1,19 @@
 #include "nn/checkpoint_files.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
 #include <utility>
+
+#include "core/error.h"
+#include "core/safetensors.h"
+#include "core/temp_files.h"
+#include "core/text_fields.h"
 
 namespace flextp {
 namespace {
@@ -24,6 +34,33 @@ std::string periodic_checkpoint_path(const std::string& path, int64_t step) {
   char tag[32];
   std::snprintf(tag, sizeof tag, "-step%06lld", (long long)step);
   return stem + tag + extension;
+}
+
+int remove_stale_checkpoint_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const std::string name = fs::path(path).filename().string();
+  auto [stem, tail] = stem_and_extension(name);
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  std::set<std::string> bases;  // the files whose temporaries these are
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string file = e.path().filename().string();
+    size_t tmp = file.rfind(".tmp.");
+    if (tmp == std::string::npos) continue;
+    std::string base = file.substr(0, tmp);
+    if (base.size() > 11 && base.compare(base.size() - 11, 11, ".state.next") == 0) base.resize(base.size() - 11);
+    std::string digits = base.compare(0, stem.size() + 5, stem + "-step") == 0 && base.size() >= stem.size() + 5 + tail.size()
+                             ? base.substr(stem.size() + 5, base.size() - stem.size() - 5 - tail.size())
+                             : "";
+    bool periodic = digits.size() >= kMinDigits && digits.size() <= kMaxDigits &&
+                    digits.find_first_not_of("0123456789") == std::string::npos &&
+                    base.compare(base.size() - tail.size(), tail.size(), tail) == 0;
+    if (base == name || periodic) bases.insert(file.substr(0, tmp));
+  }
+  int removed = 0;
+  for (const std::string& base : bases) removed += remove_stale_temporaries((dir / base).string());
+  return removed;
 }
 
 std::vector<std::string> periodic_checkpoints(const std::string& path) {
@@ -50,12 +87,70 @@ std::vector<std::string> periodic_checkpoints(const std::string& path) {
   return paths;
 }
 
-void remove_old_checkpoints(const std::string& path, int64_t keep) {
-  std::vector<std::string> found = periodic_checkpoints(path);
+void remove_old_checkpoints(const std::string& path, int64_t keep, const std::string& run_id, int64_t step) {
+  std::vector<std::string> ours;
+  for (const std::string& f : periodic_checkpoints(path)) {
+    std::map<std::string, std::string> meta;
+    try {
+      meta = read_safetensors_metadata(f);
+    } catch (const Error&) {
+      continue;  // not a checkpoint flextp can read: not this run's
+    }
+    std::optional<int64_t> saved_step = meta.count("step") ? whole_int(meta["step"]) : std::nullopt;
+    if (!run_id.empty() && meta["run_id"] == run_id && saved_step && *saved_step <= step) ours.push_back(f);
+  }
   std::error_code ec;
-  for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i)
-    for (const std::string& f : {found[i], found[i] + ".state", found[i] + ".state.next"})
+  for (size_t i = 0; i + static_cast<size_t>(keep) < ours.size(); ++i)
+    for (const std::string& f : {ours[i], ours[i] + ".state", ours[i] + ".state.next"})
       std::filesystem::remove(f, ec);
+}
+
+namespace {
+
+// Creates and removes a file where `path` would be written: the one test of a directory that
+// also holds for root (which access(2) says may write anywhere) and read-only mounts.
+void probe_write(const std::string& path, const std::string& flag, const std::string& what) {
+  std::string probe = temporary_path(path);
+  try {
+    ::close(create_new_file(probe));
+  } catch (const Error& e) {
+    FLEXTP_FAIL(flag, " ", what, ": cannot write there (", e.what(), "); checked before training so that the run is not lost at its end");
+  }
+  std::filesystem::remove(probe);
+}
+
+}  // namespace
+
+void check_checkpoint_path(const std::string& path, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  FLEXTP_CHECK(!fs::is_directory(path, ec), flag, " ", path, " is a directory: give the checkpoint's file name, e.g. ",
+               (fs::path(path) / "model.safetensors").string());
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  FLEXTP_CHECK(fs::is_directory(dir, ec), flag, " ", path, ": directory ", dir.string(),
+               fs::exists(dir, ec) ? " is not a directory" : " does not exist (create it first)");
+  for (const std::string& beside : {path + ".state", path + ".state.next"})
+    FLEXTP_CHECK(!fs::is_directory(beside, ec), flag, " ", path, ": ", beside,
+                 " (where its optimizer state goes) is a directory");
+  probe_write(path, flag, path);
+}
+
+void check_export_dir(const std::string& dir, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {
+    FLEXTP_CHECK(fs::is_directory(dir, ec), flag, " ", dir, " is a file, not a directory (it writes ", dir,
+                 "/config.json and ", dir, "/model.safetensors)");
+    probe_write((fs::path(dir) / "model.safetensors").string(), flag, dir);
+    return;
+  }
+  // Created at the end: the nearest directory above that exists must take it.
+  fs::path above = fs::path(dir).parent_path();
+  while (!above.empty() && !fs::exists(above, ec)) above = above.parent_path();
+  if (above.empty()) above = ".";
+  FLEXTP_CHECK(fs::is_directory(above, ec), flag, " ", dir, ": ", above.string(), " is not a directory");
+  probe_write((above / "flextp-export").string(), flag, dir + " (to be created in " + above.string() + ")");
 }
 
 }  // namespace flextp

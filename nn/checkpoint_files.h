@@ -12,8 +12,22 @@ std::string periodic_checkpoint_path(const std::string& path, int64_t step);
 // The periodic checkpoints of `path` that exist, oldest first (ordered by step, not by name).
 std::vector<std::string> periodic_checkpoints(const std::string& path);
 
-// --keep-last: removes all but the newest `keep` periodic checkpoints of `path` and their
-// optimizer state.
-void remove_old_checkpoints(const std::string& path, int64_t keep);
+// --keep-last, after the periodic checkpoint of `step` was written: removes all but the newest
+// `keep` periodic checkpoints of `path` that belong to run `run_id` and are not past `step`, and
+// their optimizer state. Another run's files in the same directory, and later steps of this run
+// (an earlier attempt that a resume from an older step goes back behind), are never removed.
+void remove_old_checkpoints(const std::string& path, int64_t keep, const std::string& run_id, int64_t step);
+
+// Removes the temporary files that saves killed mid-write left for `path`, its periodic
+// checkpoints and their optimizer state (NAME.tmp.<pid>[.<suffix>] of a process that no longer
+// exists; core/temp_files.h): the next save cleans up after the killed ones, whichever file
+// they were writing. Returns how many it removed.
+int remove_stale_checkpoint_temporaries(const std::string& path);
+
+// Before training, so that a run is never lost at its end: refuses (naming `flag`) a checkpoint
+// path that is a directory or whose directory is missing or cannot be written to.
+void check_checkpoint_path(const std::string& path, const std::string& flag);
+// The same for an export directory: one that exists and can be written to, or can be created.
+void check_export_dir(const std::string& dir, const std::string& flag);
 
 }  // namespace flextp

@@ -8,7 +8,10 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
+#include <csignal>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/temp_dir.h"
 
@@ -28,6 +31,24 @@ inline Run run_command(const std::string& command) {
   while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
   int status = ::pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// Runs `command` with no file larger than `bytes` (RLIMIT_FSIZE), so that a write beyond it fails
+// as on a full disk: with EFBIG where SIGXFSZ is ignored (`ignore_sigxfsz`, or train's own
+// handling), else the signal kills the writer. Its output goes to `log` (small).
+inline Run run_with_file_limit(const std::string& command, rlim_t bytes, const std::string& log, bool ignore_sigxfsz) {
+  std::string shell = command + " > " + log + " 2>&1";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    struct rlimit limit = {bytes, bytes};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    ::signal(SIGXFSZ, ignore_sigxfsz ? SIG_IGN : SIG_DFL);
+    ::execl("/bin/sh", "sh", "-c", shell.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_bytes(log)};
 }
 
 // The train binary and mpirun of this build; the environment may name others (scripts/gpu_check.sh

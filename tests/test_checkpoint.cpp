@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/autograd.h"
 #include "core/safetensors.h"
@@ -110,6 +112,40 @@ TEST_CASE("the seed of a checkpoint reads back over the whole unsigned range, fr
   CHECK(!read_checkpoint_seed(dir.file("w.st")).has_value());
 }
 
+TEST_CASE("weights and optimizer state of different saves are refused, naming both; a save's own pair loads") {
+  test::TempDir dir("ckrunid");
+  GPT m(small());
+  AdamW opt({});
+  train_a_little(m, opt, 1);
+  const std::string a = dir.file("a.st"), b = dir.file("b.st");
+  save_checkpoint(a, m, &opt, {3, 7, {}, "1111111111111111"});
+  save_checkpoint(b, m, &opt, {3, 7, {}, "2222222222222222"});
+  std::map<std::string, std::string> meta = read_checkpoint_metadata(a);
+  CHECK(meta.at("run_id") == "1111111111111111");
+  CHECK(read_safetensors(a + ".state").metadata.at("save_id") == meta.at("save_id"));
+  TrainState back = load_checkpoint(a, m, &opt);
+  CHECK(back.run_id == "1111111111111111");
+  CHECK(back.save_id == meta.at("save_id"));
+
+  // Another run's state of the same step, over a's: refused, the two files and ids named.
+  std::filesystem::copy_file(b + ".state", a + ".state", std::filesystem::copy_options::overwrite_existing);
+  const std::string names_both = a + ".state (step 3, run 2222222222222222, save " +
+                                 read_checkpoint_metadata(b).at("save_id") + ") does not belong to " + a +
+                                 " (step 3, run 1111111111111111, save " + meta.at("save_id") + ")";
+  CHECK_THROWS_WITH_AS(load_checkpoint(a, m, &opt), doctest::Contains(names_both.c_str()), Error);
+  CHECK_FALSE(read_checkpoint_seed(a).has_value());
+  // The same run's state of another save at the same step (a second save of step 3) too.
+  save_checkpoint(b, m, &opt, {3, 7, {}, "1111111111111111"});
+  std::filesystem::copy_file(b + ".state", a + ".state", std::filesystem::copy_options::overwrite_existing);
+  const std::string not_a = "does not belong to " + a;
+  CHECK_THROWS_WITH_AS(load_checkpoint(a, m, &opt), doctest::Contains(not_a.c_str()), Error);
+  // A state that belongs is found in a.st.state.next too (a save interrupted between its renames).
+  save_checkpoint(a, m, &opt, {3, 7, {}, "1111111111111111"});
+  std::filesystem::rename(a + ".state", a + ".state.next");
+  std::filesystem::copy_file(b + ".state", a + ".state", std::filesystem::copy_options::overwrite_existing);
+  CHECK(load_checkpoint(a, m, &opt).save_id == read_checkpoint_metadata(a).at("save_id"));
+}
+
 TEST_CASE("loading refuses checkpoints that do not fit the model") {
   test::TempDir dir("ckbad");
   GPT m(small());
@@ -155,13 +191,14 @@ TEST_CASE("loading refuses checkpoints that do not fit the model") {
   CHECK_THROWS_WITH_AS(load_checkpoint(path, m, &sgd), doctest::Contains("holds adamw state"), Error);
 }
 
-TEST_CASE("--keep-last prunes periodic checkpoints by step, past step 999,999 too") {
+TEST_CASE("--keep-last prunes its run's periodic checkpoints by step, past step 999,999 too") {
   test::TempDir dir("ckprune");
   std::string path = dir.file("k.st");
   CHECK(periodic_checkpoint_path(path, 7) == dir.file("k-step000007.st"));
   CHECK(periodic_checkpoint_path(path, 1234567) == dir.file("k-step1234567.st"));
+  // Checkpoints of run "r1" (their weights' metadata alone), with their optimizer state.
   for (int64_t step : {2, 999999, 1000000, 10000000, 1000001}) {
-    dir.write(periodic_checkpoint_path(path, step).substr(dir.path.string().size() + 1), "w");
+    write_safetensors(periodic_checkpoint_path(path, step), {}, {{"step", std::to_string(step)}, {"run_id", "r1"}});
     dir.write(periodic_checkpoint_path(path, step).substr(dir.path.string().size() + 1) + ".state", "s");
   }
   for (const char* other : {"k.st", "k-step12.st", "k-stepx00001.st", "j-step000003.st", "k-step000004.st.tmp.1"})
@@ -169,13 +206,55 @@ TEST_CASE("--keep-last prunes periodic checkpoints by step, past step 999,999 to
   CHECK(periodic_checkpoints(path) == std::vector<std::string>{dir.file("k-step000002.st"), dir.file("k-step999999.st"),
                                                                dir.file("k-step1000000.st"), dir.file("k-step1000001.st"),
                                                                dir.file("k-step10000000.st")});
-  remove_old_checkpoints(path, 2);
+  remove_old_checkpoints(path, 2, "r1", 10000000);
   std::vector<std::string> left;
   for (const auto& e : std::filesystem::directory_iterator(dir.path)) left.push_back(e.path().filename().string());
   std::sort(left.begin(), left.end());
   CHECK(left == std::vector<std::string>{"j-step000003.st", "k-step000004.st.tmp.1", "k-step10000000.st",
                                          "k-step10000000.st.state", "k-step1000001.st", "k-step1000001.st.state",
                                          "k-step12.st", "k-stepx00001.st", "k.st"});
+}
+
+TEST_CASE("--keep-last removes only its own run's checkpoints, and none past the step it just wrote") {
+  test::TempDir dir("ckpruneown");
+  std::string path = dir.file("m.st");
+  auto checkpoint = [&](int64_t step, const std::string& run) {
+    write_safetensors(periodic_checkpoint_path(path, step), {}, {{"step", std::to_string(step)}, {"run_id", run}});
+  };
+  checkpoint(3, "old"), checkpoint(1000, "old");  // an older run's, in the same directory
+  for (int64_t step : {5, 10, 15, 20, 25}) checkpoint(step, "new");
+  checkpoint(30, "new");  // of an earlier attempt of this run, which a resume from step 0 went back behind
+  dir.write("m-step000007.st", "not a checkpoint");
+  remove_old_checkpoints(path, 1, "new", 25);
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"m-step000003.st", "m-step000007.st", "m-step000025.st", "m-step000030.st",
+                                         "m-step001000.st"});
+  remove_old_checkpoints(path, 1, "", 25);  // a run without an id removes nothing
+  CHECK(std::distance(std::filesystem::directory_iterator(dir.path), std::filesystem::directory_iterator()) == 5);
+}
+
+TEST_CASE("a save removes the temporaries that killed saves left for any of its run's files, and nothing else") {
+  test::TempDir dir("ckstaletmp");
+  pid_t pid = ::fork();  // a process that has exited: its pid is no one's now
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const std::string dead = std::to_string(pid);
+  for (std::string name : {"m-step000005.st.tmp.", "m-step000005.st.state.next.tmp.", "m.st.state.next.tmp.", "m.st.tmp."})
+    dir.write(name + dead + ".0123456789abcdef", "killed");
+  dir.write("m.st.tmp." + dead, "killed, older name");
+  const std::vector<std::string> kept = {"m-step000005.st.tmp.1.0123456789abcdef",  // pid 1 lives
+                                         "other.st.tmp." + dead, "m-stepx.st.tmp." + dead, "notes.txt.tmp." + dead};
+  for (const std::string& name : kept) dir.write(name, "not ours, or alive");
+  CHECK(remove_stale_checkpoint_temporaries(dir.file("m.st")) == 5);
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  std::vector<std::string> expected = kept;
+  std::sort(expected.begin(), expected.end());
+  CHECK(left == expected);
 }
 
 TEST_CASE("a SwiGLU model's checkpoint records its MLP kind and loads back exactly") {

@@ -29,23 +29,6 @@ std::string mpirun(int ranks) {
   return "timeout 120 " + std::string(FLEXTP_MPIRUN) + " -np " + std::to_string(ranks) + " -x OMP_NUM_THREADS=1 " +
          FLEXTP_TRAIN_BINARY + " ";
 }
-
-// Runs `command` with no file larger than `bytes` (RLIMIT_FSIZE) and SIGXFSZ ignored, so that a
-// write beyond it fails with EFBIG, as on a full disk. Its output goes to `log` (small).
-Run run_with_file_limit(const std::string& command, rlim_t bytes, const std::string& log) {
-  std::string shell = command + " > " + log + " 2>&1";
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    struct rlimit limit = {bytes, bytes};
-    ::setrlimit(RLIMIT_FSIZE, &limit);
-    ::signal(SIGXFSZ, SIG_IGN);
-    ::execl("/bin/sh", "sh", "-c", shell.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, test::read_bytes(log)};
-}
 }  // namespace
 
 TEST_CASE("a non-finite loss skips the step with a warning; too many in a row stop the run") {
@@ -132,8 +115,9 @@ TEST_CASE("a disk that fills up in the middle of a save: a clear error, the prev
   REQUIRE(run_train(base + " --steps 2 --save " + m).status == 0);
   const std::string weights = test::read_bytes(m), state = test::read_bytes(m + ".state");
   // Resumed to step 4 and saved over m.st on a disk with room for half the optimizer state.
-  Run full = run_with_file_limit(std::string(FLEXTP_TRAIN_BINARY) + " " + base + " --steps 4 --load " + m + " --save " + m,
-                                 state.size() / 2, dir.file("log.txt"));
+  Run full = test::run_with_file_limit(std::string(FLEXTP_TRAIN_BINARY) + " " + base + " --steps 4 --load " + m +
+                                           " --save " + m,
+                                       state.size() / 2, dir.file("log.txt"), true);
   INFO(full.output);
   CHECK(full.status == 1);
   CHECK(full.output.find("train: error: cannot save checkpoint " + m + " (step 4): cannot write ") != std::string::npos);
@@ -255,7 +239,8 @@ TEST_CASE("ranks that read different data, settings or checkpoints stop before s
     MESSAGE("no GPT-2 files in ", gpt2, ": the case of a differing vocabulary is skipped");
   }
   stops_with(two_ranks(base + data + " --load " + dir.file("m-step000001.st"), base + data + " --load " + dir.file("m-step000002.st")),
-             "the step of the loaded checkpoint differs between rank 0 and rank 1");
+             "the step of the loaded checkpoint differs between rank 0 and rank 1; the loaded checkpoint (its run and "
+             "save ids) differs between rank 0 and rank 1");
 }
 
 TEST_CASE("a run resumed on another tensor-parallel size and partition continues the same loss curve") {

@@ -1,0 +1,24 @@
+#pragma once
+// The temporary files of atomic writes (write_file_atomic): PATH.tmp.<pid>.<random>, created
+// only where nothing exists (O_EXCL | O_NOFOLLOW: a symlink planted at the name is refused, its
+// target never written), and those left by processes that died mid-write removed on the next
+// write of PATH.
+#include <string>
+
+namespace flextp {
+
+// 16 hex digits from the system's entropy: names and ids no other process can predict or share.
+std::string random_hex_id();
+
+// A fresh name beside `path` that no other process can predict: PATH.tmp.<pid>.<16 hex digits>.
+std::string temporary_path(const std::string& path);
+
+// Creates `path` for writing (mode 0644) only if nothing, not even a dangling symlink, is
+// there; returns the descriptor or throws naming the file.
+int create_new_file(const std::string& path);
+
+// Removes PATH.tmp.<pid> and PATH.tmp.<pid>.<suffix> files whose process no longer exists
+// (a save killed mid-write); those of live processes are left alone. Returns how many it removed.
+int remove_stale_temporaries(const std::string& path);
+
+}  // namespace flextp

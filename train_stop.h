@@ -1,0 +1,28 @@
+#pragma once
+// Stopping a run by signal without losing it. The first SIGINT or SIGTERM asks the run to stop
+// after the current step (the next, if it came after the step's backward): every rank stops at
+// the same step (the signal may reach only some of them under mpirun: the request travels in
+// the step's existing exchanges, Trainer::step), the checkpoint is saved when --save is given,
+// and train exits with 128 + the signal's number. A second signal ends the process at once (the signal's default
+// action). SIGXFSZ (a file grown past `ulimit -f`) is ignored: the write then fails with EFBIG and
+// the save says so, instead of the process dying without a word.
+#include <cstdint>
+
+namespace flextp {
+
+// Installs the handlers. A SIGINT or SIGTERM the process inherited as ignored (nohup, a shell's
+// background job) stays ignored.
+void install_stop_signals();
+
+// The signal that asked this rank to stop (0: none yet).
+int stop_signal();
+
+
+// "SIGINT", "SIGTERM", else "signal N".
+const char* signal_name(int signal);
+
+// Testing: FLEXTP_FAULT_SIGNAL=RANK:STEP:SIGNAL raises SIGNAL in that rank as step STEP (counted
+// from 1) begins, as if it came from outside at that moment.
+void fault_signal(int rank, int64_t step);
+
+}  // namespace flextp
