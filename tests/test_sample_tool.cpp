@@ -67,6 +67,25 @@ TEST_CASE("flextp-sample: weights alone, the same seed gives the same text, anot
                "--tokenizer gpt2 has 50257 tokens, more than the model's vocabulary of 256");
 }
 
+TEST_CASE("flextp-sample takes the tokenizer the checkpoint records, its files from --tokenizer-dir or the cache") {
+  const std::string gpt2 = FLEXTP_SOURCE_DIR "/../shared/gpt2";
+  if (!std::filesystem::exists(gpt2 + "/vocab.bpe")) return;
+  test::TempDir dir("sample-gpt2");
+  std::string model = dir.file("g.safetensors");
+  test::Run trained = run_train(std::string(kTiny) + " --data " + test::corpus(dir) + " --steps 1 --tokenizer gpt2 " +
+                                "--tokenizer-dir " + gpt2 + " --save " + model);
+  REQUIRE_MESSAGE(trained.status == 0, trained.output);
+  test::ScopedEnv empty_cache("XDG_CACHE_HOME", dir.file("no-cache"));
+  test::Run r = sample("--load " + model + " --tokens 4");
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("--tokenizer gpt2: GPT-2's encoder.json and vocab.bpe are not in the cache directory") !=
+        std::string::npos);
+  std::string text = text_of("--load " + model + " --tokens 4 --prompt ' jumps over' --tokenizer-dir " + gpt2);
+  CHECK(text.rfind(" jumps over", 0) == 0);
+  CHECK(text.size() > std::string(" jumps over").size() + 1);
+}
+
 TEST_CASE("train --sample-every prints samples during training and leaves the losses as they were (dropout on)") {
   test::TempDir dir("sample-every");
   std::string base = std::string(kTiny) + " --data " + test::corpus(dir) + " --steps 6 --dropout 0.2 --metrics ";
