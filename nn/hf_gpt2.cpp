@@ -3,26 +3,17 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
-#include <sstream>
 #include <type_traits>
 
 #include "core/safetensors.h"
+#include "data/token_files.h"
 #include "nn/checkpoint.h"
 
 namespace flextp {
 namespace {
-
-std::string read_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  FLEXTP_CHECK(in.good(), "cannot open ", path, " (", what, ")");
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
 
 // A key of config.json that must be a positive integer.
 int64_t positive(const nlohmann::json& j, const std::string& path, const char* key) {
@@ -60,7 +51,7 @@ GPTConfig read_hf_config(const std::string& dir) {
                "config.json and model.safetensors)");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_file(path, "a Hugging Face model's config"));
+    j = nlohmann::json::parse(read_text_file(path));
   } catch (const nlohmann::json::parse_error& e) {
     FLEXTP_FAIL(path, " is not valid JSON: ", e.what());
   }
@@ -113,9 +104,9 @@ void import_hf(const std::string& dir, GPT& model) {
     FLEXTP_CHECK(ours.tensors.emplace(name, tensor).second, path, " holds '", name, "' twice (with and without the "
                  "transformer. prefix)");
   }
-  if (lm_head) {
-    auto wte = ours.tensors.find("wte.weight");
-    bool tied = wte != ours.tensors.end() && wte->second.shape() == lm_head->shape() &&
+  auto wte = ours.tensors.find("wte.weight");
+  if (lm_head && wte != ours.tensors.end()) {  // (without wte.weight, loading names it missing)
+    bool tied = wte->second.shape() == lm_head->shape() &&
                 wte->second.dtype() == lm_head->dtype() &&
                 std::memcmp(wte->second.raw(), lm_head->raw(), lm_head->nbytes()) == 0;
     FLEXTP_CHECK(tied, path, ": lm_head.weight differs from wte.weight; flextp ties the LM head to the token table");
@@ -124,8 +115,8 @@ void import_hf(const std::string& dir, GPT& model) {
 }
 
 void write_hf_gpt2_tokenizer(const std::string& dir, const std::string& gpt2_dir, int64_t n_positions) {
-  write_file_atomic(dir + "/vocab.json", read_file(gpt2_dir + "/encoder.json", "GPT-2's vocabulary"));
-  write_file_atomic(dir + "/merges.txt", read_file(gpt2_dir + "/vocab.bpe", "GPT-2's merges"));
+  write_file_atomic(dir + "/vocab.json", read_text_file(gpt2_dir + "/encoder.json"));
+  write_file_atomic(dir + "/merges.txt", read_text_file(gpt2_dir + "/vocab.bpe"));
   const std::string end = "<|endoftext|>";
   nlohmann::json config = {{"tokenizer_class", "GPT2Tokenizer"},
                            {"model_max_length", n_positions},

@@ -152,6 +152,9 @@ TEST_CASE("an import refuses, naming the file and the problem, configs and weigh
   t["lm_head.weight"] = Tensor::zeros({13, 8});
   weights_fail(t, "lm_head.weight differs from wte.weight; flextp ties the LM head to the token table");
   t = f.tensors;
+  t.erase("transformer.wte.weight");  // the head alone is no token table
+  weights_fail(t, "tensor 'wte.weight' is missing");
+  t = f.tensors;
   t["wte.weight"] = t.at("transformer.wte.weight");
   weights_fail(t, "holds 'wte.weight' twice");
   std::filesystem::remove(dir.file("w/model.safetensors"));
@@ -178,7 +181,7 @@ TEST_CASE("an export with GPT-2's tokenizer directory carries vocab.json, merges
   CHECK(config.at("model_max_length") == 8);
   CHECK(config.at("eos_token") == "<|endoftext|>");
   CHECK_THROWS_WITH_AS(export_hf(dir.file("missing"), m, nullptr, dir.file("nowhere")),
-                       doctest::Contains(("cannot open " + dir.file("nowhere") + "/encoder.json").c_str()), Error);
+                       doctest::Contains(("cannot open data file " + dir.file("nowhere") + "/encoder.json").c_str()), Error);
 }
 
 TEST_CASE("train --init-from-hf starts from the directory's weights, at one rank or two, and refuses what does not fit") {
