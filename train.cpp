@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "tools/parse_flags.h"
+#include "tools/tokenizer_flags.h"
 #include "train_faults.h"
 #include "train_options.h"
 #include "train_log.h"
@@ -28,6 +29,7 @@
 #include "nn/checkpoint.h"
 #include "nn/checkpoint_files.h"
 #include "nn/generate.h"
+#include "nn/hf_gpt2.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
 #include "parallel/balance/balancer.h"
@@ -69,20 +71,32 @@ int64_t eval_window_count(const std::vector<int32_t>& tokens, const TrainOptions
 
 GPTConfig model_config(const TrainOptions& o, const Tokenizer& tok, const CLI::App& app) {
   GPTConfig c;
-  if (!o.load.empty()) {  // the checkpoint decides; flags given explicitly must agree
+  FLEXTP_CHECK(o.load.empty() || o.init_from_hf.empty(), "--load and --init-from-hf exclude each other: --load "
+               "resumes a flextp run, --init-from-hf starts a new one from Hugging Face weights");
+  const std::string& from = o.load.empty() ? o.init_from_hf : o.load;
+  if (!o.load.empty()) {
     c = read_checkpoint_config(o.load);
     std::map<std::string, std::string> extra = read_checkpoint_extra(o.load);
     auto was = extra.find("tokenizer");
     FLEXTP_CHECK(was == extra.end() || was->second == tok.name(), o.load, " was trained with --tokenizer ",
                  was->second, ", not ", tok.name());
+  } else if (!o.init_from_hf.empty()) {
+    c = with_flag("--init-from-hf", [&] { return read_hf_config(o.init_from_hf); });
+    // GPT-2's own vocabulary read as bytes would train, and mean nothing.
+    FLEXTP_CHECK(c.vocab_size != 50257 || tok.name() == std::string("gpt2"), "--init-from-hf ", o.init_from_hf,
+                 " has GPT-2's vocabulary (50257 tokens): train it with --tokenizer gpt2");
+    FLEXTP_CHECK(tok.vocab_size() <= c.vocab_size, "--init-from-hf ", o.init_from_hf, " has a vocabulary of ",
+                 c.vocab_size, " tokens, fewer than the ", tok.vocab_size(), " of --tokenizer ", tok.name());
+  }
+  if (!from.empty()) {  // the checkpoint decides; flags given explicitly must agree
     for (auto [flag, value, saved] : {std::tuple{"--n-layer", o.n_layer, c.n_layer},
                                       {"--n-head", o.n_head, c.n_head}, {"--n-embd", o.n_embd, c.n_embd},
                                       {"--vocab", o.vocab, c.vocab_size},
                                       {"--n-positions", o.n_positions, c.n_positions}})
       FLEXTP_CHECK(app.count(flag) == 0 || value == saved, flag, " ", value, " differs from the ",
-                   saved, " of checkpoint ", o.load);
+                   saved, " of checkpoint ", from);
     FLEXTP_CHECK(app.count("--mlp") == 0 || o.mlp == c.mlp, "--mlp ", o.mlp, " differs from the ", c.mlp,
-                 " MLP of checkpoint ", o.load);
+                 " MLP of checkpoint ", from);
   } else {
     c.n_layer = o.n_layer, c.n_head = o.n_head, c.n_embd = o.n_embd;
     c.vocab_size = o.vocab ? o.vocab : tok.vocab_size();
@@ -337,6 +351,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   std::unique_ptr<Optimizer> opt = make_optimizer(o);
   TrainState loaded;
   if (!o.load.empty()) loaded = load_checkpoint(o.load, model, o.eval_only ? nullptr : opt.get(), &comm);
+  if (!o.init_from_hf.empty()) with_flag("--init-from-hf", [&] { import_hf(o.init_from_hf, model); });
   const int64_t start = loaded.step;
   // Before the first collective that depends on them.
   check_ranks_agree(world, input_fingerprints(o, app, tok, c, corpus.train, corpus.val, loaded));
@@ -393,6 +408,15 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
     });
     log.say("saved %s (step %lld)\n", path.c_str(), (long long)step);
   };
+  // --sample and --sample-every: every rank takes part in the forward passes, rank 0 prints.
+  auto print_sample = [&](int64_t tokens, const std::string& title) {
+    std::vector<int32_t> prompt = tok.encode(o.prompt.empty() ? "\n" : o.prompt);
+    std::vector<int32_t> out;
+    unwatched([&] { out = generate(model, prompt, {tokens, o.temperature, o.top_k, o.seed}); });
+    model.set_training(true);  // generate() left it in evaluation mode (no dropout)
+    log.clear_line();
+    log.say("---- %s ----\n%s\n----------------\n", title.c_str(), tok.decode(out).c_str());
+  };
   Trainer trainer(o, model, *opt, comm, balancer, watchdog, sampler, faults, [&](const StepReport& r) { log.skipped(r); },
                   {grid, dp_group.get(), static_cast<int64_t>(o.dp_bucket_mb * (1 << 20)), &world});
 
@@ -409,6 +433,8 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
       log.validation(r);
     }
     log.metrics(r);
+    if (o.sample_every && r.step % o.sample_every == 0 && !r.last)
+      print_sample(o.sample ? o.sample : 64, "sample at step " + std::to_string(r.step));
     if (!o.save.empty() && o.save_every && r.step % o.save_every == 0 && !r.last && !r.skipped) {
       log.clear_line();
       save(periodic_checkpoint_path(o.save, r.step), r.step);
@@ -427,18 +453,16 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   }
   if (!o.save.empty()) save(o.save, std::max(start, o.steps));
   if (!o.export_hf.empty()) {
+    // A model on GPT-2's vocabulary carries GPT-2's tokenizer files.
+    bool gpt2_vocabulary = tok.name() == std::string("gpt2") && c.vocab_size == tok.vocab_size();
+    std::string gpt2_dir = gpt2_vocabulary ? gpt2_dir_from_flags(o.tokenizer_dir) : "";
     unwatched([&] {
-      if (writer) with_flag("--export-hf", [&] { export_hf(o.export_hf, model, &comm); });
+      if (writer) with_flag("--export-hf", [&] { export_hf(o.export_hf, model, &comm, gpt2_dir); });
     });
-    log.say("exported %s/config.json and %s/model.safetensors (transformers: GPT2LMHeadModel.from_pretrained)\n",
-            o.export_hf.c_str(), o.export_hf.c_str());
+    log.say("exported %s/config.json and %s/model.safetensors%s (transformers: GPT2LMHeadModel.from_pretrained)\n",
+            o.export_hf.c_str(), o.export_hf.c_str(), gpt2_vocabulary ? " with GPT-2's tokenizer files" : "");
   }
-  if (o.sample > 0) {
-    std::vector<int32_t> prompt = tok.encode(o.prompt.empty() ? "\n" : o.prompt);
-    std::vector<int32_t> out;
-    unwatched([&] { out = generate(model, prompt, {o.sample, o.temperature, o.top_k, o.seed}); });
-    log.say("---- sample ----\n%s\n----------------\n", tok.decode(out).c_str());
-  }
+  if (o.sample > 0) print_sample(o.sample, "sample");
   return 0;
 }
 

@@ -5,6 +5,7 @@
 
 #include "nn/mlp_layer.h"
 #include "parallel/balance/policy.h"
+#include "tools/tokenizer_flags.h"
 
 namespace flextp {
 
@@ -57,9 +58,7 @@ void check_flag_combinations(const TrainOptions& o) {
 }
 
 std::unique_ptr<Tokenizer> tokenizer_from_flags(const TrainOptions& o) {
-  FLEXTP_CHECK(o.tokenizer != "gpt2" || !o.tokenizer_dir.empty(),
-               "--tokenizer gpt2 needs --tokenizer-dir DIR holding encoder.json and vocab.bpe");
-  return with_flag("--tokenizer-dir", [&] { return make_tokenizer(o.tokenizer, o.tokenizer_dir); });
+  return tokenizer_from_flags(o.tokenizer, o.tokenizer_dir);
 }
 
 void add_train_flags(CLI::App& app, TrainOptions& o) {
@@ -96,8 +95,12 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--save", o.save, "checkpoint path (weights; optimizer state in PATH.state)");
   app.add_option("--save-every", o.save_every, "also save PATH-stepNNNNNN every N steps")->check(non_negative);
   app.add_option("--load", o.load, "resume from (or, with --eval-only, evaluate) a checkpoint");
+  app.add_option("--init-from-hf", o.init_from_hf,
+                 "start from a Hugging Face GPT-2 directory (config.json + model.safetensors; at step 0, new optimizer)");
   app.add_option("--metrics", o.metrics, "append one JSON line per step to this file");
   app.add_option("--sample", o.sample, "generate N tokens at the end")->check(non_negative);
+  app.add_option("--sample-every", o.sample_every, "also print a sample every N steps (--sample tokens, 64 if not given)")
+      ->check(non_negative);
   app.add_option("--prompt", o.prompt, "text the sample continues");
   app.add_option("--temperature", o.temperature, "sampling temperature (0: greedy)")->check(non_negative);
   app.add_option("--top-k", o.top_k, "sample among the k likeliest (0: all)")->check(non_negative);
@@ -115,7 +118,8 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_flag("--eval-only", o.eval_only, "print the validation loss of --load on --data and exit");
   app.add_option("--tokenizer", o.tokenizer, "byte (256 ids, no files) or gpt2 (GPT-2's BPE, 50257 ids)")
       ->check(CLI::IsMember({"byte", "gpt2"}));
-  app.add_option("--tokenizer-dir", o.tokenizer_dir, "--tokenizer gpt2: directory holding encoder.json and vocab.bpe");
+  app.add_option("--tokenizer-dir", o.tokenizer_dir, "--tokenizer gpt2: directory holding encoder.json and vocab.bpe (default: the cache that "
+                 "scripts/get_gpt2_tokenizer.py fills, ~/.cache/flextp/gpt2)");
   app.add_option("--export-hf", o.export_hf, "at the end, write DIR/config.json + DIR/model.safetensors for transformers");
   app.add_option("--keep-last", o.keep_last, "--save-every: keep only the newest N periodic checkpoints (0: all)")
       ->check(non_negative);

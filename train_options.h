@@ -33,10 +33,10 @@ struct TrainOptions {
   std::string mlp = library_defaults::model.mlp;
   double dropout = library_defaults::model.dropout;
   // run
-  std::string data, val_data, save, load, metrics, optimizer = "adamw", prompt = "\n";
+  std::string data, val_data, save, load, init_from_hf, metrics, optimizer = "adamw", prompt = "\n";
   std::string no_decay = "bias,ln_,wpe";
   int64_t batch = 16, steps = 600, warmup = 50, eval_every = 100, eval_batches = 10, log_every = 10,
-          save_every = 0, sample = 0, top_k = 40;
+          save_every = 0, sample = 0, sample_every = 0, top_k = 40;
   double lr = library_defaults::schedule.max_lr, min_lr = library_defaults::schedule.min_lr, weight_decay = 0.1,
          grad_clip = 1.0, val_fraction = 0.1, temperature = 0.8, momentum = library_defaults::sgd.momentum;
   uint64_t seed = library_defaults::model.seed;

@@ -16,6 +16,7 @@
 #include "core/safetensors.h"
 #include "core/temp_files.h"
 #include "core/text_fields.h"
+#include "nn/hf_gpt2.h"
 #include "nn/mlp_layer.h"
 #include "nn/stale_state.h"
 #include "parallel/tp/unit_gather.h"
@@ -195,7 +196,28 @@ Tensor restore_padding(const Parameter& p, const GPT& model, const Tensor& store
   return logical;
 }
 
+// The weights a file must hold for this model: names and (Hugging Face layout) shapes.
+std::map<std::string, Shape> expected_weights(GPT& model) {
+  std::map<std::string, Shape> expected;
+  for (Parameter* p : model.parameters()) expected[p->name] = hf_shape(*p, stored_shape(*p, model));
+  return expected;
+}
+
+// Each parameter takes its rows (this rank's units) of the file's whole tensor.
+void copy_weights(const SafetensorsFile& f, GPT& model) {
+  for (Parameter* p : model.parameters()) {
+    Tensor logical = restore_padding(*p, model, from_hf_layout(*p, f.tensors.at(p->name), model.config()));
+    p->value.copy_from(local_rows(*p, logical).to(p->value.device()));
+  }
+}
+
 }  // namespace
+
+void load_weights(const SafetensorsFile& f, const std::string& path, GPT& model) {
+  NoGradGuard ng;
+  check_tensors(f, path, expected_weights(model), model.config().dtype);
+  copy_weights(f, model);
+}
 
 Shape hf_shape(const Parameter& p, const Shape& logical) {
   if (logical.size() == 2 && hf_layout(p) != HfLayout::AsIs) return {logical[1], logical[0]};
@@ -255,7 +277,7 @@ void check_gpt2_exportable(const GPTConfig& c) {
                " MLP is not GPT-2 (whose MLP is gelu): transformers' GPT2LMHeadModel cannot load it");
 }
 
-void export_hf(const std::string& dir, GPT& model, Communicator* comm) {
+void export_hf(const std::string& dir, GPT& model, Communicator* comm, const std::string& gpt2_dir) {
   check_gpt2_exportable(model.config());
   bool writer = comm == nullptr || comm->rank() == 0;
   if (writer) {
@@ -286,6 +308,7 @@ void export_hf(const std::string& dir, GPT& model, Communicator* comm) {
   // default of 50256 would lie outside a smaller vocabulary).
   config["bos_token_id"] = config["eos_token_id"] = c.vocab_size == 50257 ? nlohmann::json(50256) : nlohmann::json(nullptr);
   write_file_atomic(dir + "/config.json", config.dump(2) + "\n");
+  if (!gpt2_dir.empty()) write_hf_gpt2_tokenizer(dir, gpt2_dir, c.n_positions);
 }
 
 std::map<std::string, std::string> read_checkpoint_extra(const std::string& path) {
@@ -341,8 +364,7 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
                c.mlp, " MLP (match the flags to the checkpoint)");
 
   std::vector<Parameter*> params = model.parameters();
-  std::map<std::string, Shape> expected;
-  for (Parameter* p : params) expected[p->name] = hf_shape(*p, stored_shape(*p, model));
+  std::map<std::string, Shape> expected = expected_weights(model);
   check_tensors(f, path, expected, c.dtype);
 
   TrainState state;
@@ -365,9 +387,8 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
       if (k.rfind("extra.", 0) == 0) state.extra[k.substr(6)] = v;
   }
 
+  copy_weights(f, model);
   for (Parameter* p : params) {
-    Tensor logical = restore_padding(*p, model, from_hf_layout(*p, f.tensors.at(p->name), c));
-    p->value.copy_from(local_rows(*p, logical).to(p->value.device()));
     if (!optimizer) continue;
     for (const std::string& slot : optimizer->slot_names()) {
       Tensor ls = restore_padding(*p, model, from_hf_layout(*p, s.tensors.at(p->name + "." + slot), c));

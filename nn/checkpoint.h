@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "core/safetensors.h"
 #include "nn/gpt.h"
 #include "optim/optimizer.h"
 
@@ -41,10 +42,16 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
 TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optimizer,
                            Communicator* comm = nullptr);
 
+// Checks that `f` (read from `path`) holds exactly this model's weights, with flextp's names and
+// Hugging Face shapes, then loads this rank's rows of each (nn/hf_import.h maps names first).
+void load_weights(const SafetensorsFile& f, const std::string& path, GPT& model);
+
 // DIR/model.safetensors (the weights alone) and DIR/config.json, which Hugging Face transformers
 // loads as GPT2LMHeadModel.from_pretrained(DIR). Rank 0 writes; every rank takes part. Refuses a
-// model that is not GPT-2 (check_gpt2_exportable), before any file is written.
-void export_hf(const std::string& dir, GPT& model, Communicator* comm = nullptr);
+// model that is not GPT-2 (check_gpt2_exportable), before any file is written. With gpt2_dir (the
+// directory of GPT-2's encoder.json and vocab.bpe, for a model on GPT-2's vocabulary) the export
+// also carries the tokenizer (nn/hf_gpt2.h: write_hf_gpt2_tokenizer).
+void export_hf(const std::string& dir, GPT& model, Communicator* comm = nullptr, const std::string& gpt2_dir = "");
 // Throws unless a model of this config is a GPT-2 (its MLP kind is GPT-2's).
 void check_gpt2_exportable(const GPTConfig& c);
 

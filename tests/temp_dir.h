@@ -1,5 +1,6 @@
 #pragma once
 // A fresh directory for a test's files, removed afterwards.
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -24,6 +25,24 @@ struct TempDir {
   std::string write(const std::string& name, const std::string& bytes) const {
     std::ofstream(file(name), std::ios::binary) << bytes;
     return file(name);
+  }
+};
+
+// An environment variable set for the life of this object (children inherit it), then restored.
+struct ScopedEnv {
+  std::string name, old;
+  bool had;
+  ScopedEnv(const std::string& n, const std::string& value) : name(n) {
+    const char* v = std::getenv(n.c_str());
+    had = v != nullptr;
+    if (had) old = v;
+    ::setenv(n.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had)
+      ::setenv(name.c_str(), old.c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
   }
 };
 

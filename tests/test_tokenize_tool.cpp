@@ -86,7 +86,10 @@ TEST_CASE("flextp-tokenize names bad flags and files") {
   fails_with("--input " + dir.write("a.txt", "x"), "--out is required");
   fails_with("--input " + dir.file("missing.txt") + " --out " + dir.file("o"), "cannot open data file");
   fails_with("--val-fraction 2 --out " + dir.file("o"), "--val-fraction");
-  fails_with("--tokenizer gpt2 --out " + dir.file("o"), "--tokenizer gpt2 needs --tokenizer-dir");
+  {
+    test::ScopedEnv empty_cache("XDG_CACHE_HOME", dir.file("no-cache"));
+    fails_with("--tokenizer gpt2 --out " + dir.file("o"), "no --tokenizer-dir was given");
+  }
   fails_with("--tokenizer bpe --out " + dir.file("o"), "--tokenizer");
   fails_with("--shard-tokens 0 --out " + dir.file("o"), "--shard-tokens");
   fails_with("--input " + dir.write("b.txt", "text") + " --out /proc/no/such", "cannot create --out directory");

@@ -144,7 +144,10 @@ TEST_CASE("bad flags, files and configurations end with a clear message and stat
   REQUIRE(run_train(std::string(kTiny) + " --data " + data + " --steps 1 --save " + dir.file("m.st")).status == 0);
   fails_with("--load " + dir.file("m.st") + " --n-embd 32 --data " + data, "--n-embd 32 differs from the 16");
   fails_with("--tokenizer words", "--tokenizer");
-  fails_with("--tokenizer gpt2 --data " + data, "--tokenizer gpt2 needs --tokenizer-dir");
+  {
+    test::ScopedEnv empty_cache("XDG_CACHE_HOME", dir.file("no-cache"));
+    fails_with("--tokenizer gpt2 --data " + data, "no --tokenizer-dir was given");
+  }
   fails_with("--tokenizer gpt2 --tokenizer-dir " + dir.file("nowhere") + " --data " + data, "has no encoder.json");
   fails_with("--keep-last -1", "--keep-last");
   fails_with("--max-bad-steps 0", "--max-bad-steps");

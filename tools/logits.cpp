@@ -1,10 +1,12 @@
 // flextp-logits: the logits of a checkpoint (flextp's, or an --export-hf model.safetensors: the
-// same file format) for given token ids, written as safetensors ("ids" i32 [B, T], "logits" f32
-// [B, T, V]), so that other implementations can be compared with flextp
-// (scripts/check_hf_export.py does so with Hugging Face transformers).
+// same file format; or a Hugging Face GPT-2 directory, imported as train --init-from-hf does) for
+// given token ids, written as safetensors ("ids" i32 [B, T], "logits" f32 [B, T, V]), so that
+// other implementations can be compared with flextp (scripts/check_hf_export.py and
+// tests/hf_transformers.py do so with Hugging Face transformers).
 //   flextp-logits --load m.safetensors --ids "464,2068,7586;40,716,257" --out logits.safetensors
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 #include "core/autograd.h"
@@ -12,13 +14,14 @@
 #include "core/safetensors.h"
 #include "nn/checkpoint.h"
 #include "nn/gpt.h"
+#include "nn/hf_gpt2.h"
 
 using namespace flextp;
 
 int main(int argc, char** argv) {
   CLI::App app{"flextp-logits: logits of a checkpoint for token ids, as safetensors"};
   std::string load, ids_text, out;
-  app.add_option("--load", load, "checkpoint (weights)")->required();
+  app.add_option("--load", load, "checkpoint (weights), or a Hugging Face GPT-2 directory")->required();
   app.add_option("--ids", ids_text, "rows of equal length: ids separated by ',' and rows by ';'")->required();
   app.add_option("--out", out, "safetensors file to write")->required();
   CLI11_PARSE(app, argc, argv);
@@ -42,9 +45,13 @@ int main(int argc, char** argv) {
                    "--ids: every row needs the same, non-zero number of ids");
     }
     FLEXTP_CHECK(!rows.empty(), "--ids is empty");
-    GPTConfig c = read_checkpoint_config(load);
+    const bool hf_dir = std::filesystem::is_directory(load);
+    GPTConfig c = hf_dir ? read_hf_config(load) : read_checkpoint_config(load);
     GPT model(c);
-    load_checkpoint(load, model, nullptr);
+    if (hf_dir)
+      import_hf(load, model);
+    else
+      load_checkpoint(load, model, nullptr);
     model.set_training(false);
     std::vector<int32_t> flat;
     for (const auto& r : rows) {

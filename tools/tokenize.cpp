@@ -1,7 +1,8 @@
 // flextp-tokenize: tokenises text once into llm.c-format shards (train and val), so that a corpus
 // is trained on many times without tokenising it again:
-//   flextp-tokenize --tokenizer gpt2 --tokenizer-dir ../shared/gpt2 --input a.txt --input b.txt --out data/
-//   train --tokenizer gpt2 --tokenizer-dir ../shared/gpt2 --data 'data/train_*.bin' --val-data 'data/val_*.bin'
+//   python3 scripts/get_gpt2_tokenizer.py    (once: GPT-2's files into ~/.cache/flextp/gpt2)
+//   flextp-tokenize --tokenizer gpt2 --input a.txt --input b.txt --out runs/shards
+//   train --tokenizer gpt2 --data 'runs/shards/train_*.bin' --val-data 'runs/shards/val_*.bin'
 // The validation share is the end of the token stream, as `train --data TEXT` would hold it out.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "data/gpt2_tokenizer.h"
 #include "data/token_files.h"
 #include "tools/parse_flags.h"
+#include "tools/tokenizer_flags.h"
 
 using namespace flextp;
 
@@ -42,7 +44,8 @@ int main(int argc, char** argv) {
   double val_fraction = 0.1;
   int64_t shard_tokens = 100'000'000;
   app.add_option("--tokenizer", kind, "byte or gpt2")->check(CLI::IsMember({"byte", "gpt2"}));
-  app.add_option("--tokenizer-dir", dir, "--tokenizer gpt2: directory holding encoder.json and vocab.bpe");
+  app.add_option("--tokenizer-dir", dir, "--tokenizer gpt2: directory holding encoder.json and vocab.bpe (default: the cache that "
+                 "scripts/get_gpt2_tokenizer.py fills)");
   app.add_option("--input", inputs, "text files, in order (default: the default corpus, Debian's fortunes)");
   app.add_option("--out", out, "directory for the shards")->required();
   app.add_option("--val-fraction", val_fraction, "share of the tokens (the end) written as val shards")
@@ -59,8 +62,7 @@ int main(int argc, char** argv) {
                  old_shards.size() > 1 ? " and " + std::to_string(old_shards.size() - 1) + " more" : std::string(),
                  "), which train_*.bin and val_*.bin would read beside the new ones: remove them, or pass --force "
                  "to replace them");
-    FLEXTP_CHECK(kind != "gpt2" || !dir.empty(), "--tokenizer gpt2 needs --tokenizer-dir DIR holding encoder.json and vocab.bpe");
-    std::unique_ptr<Tokenizer> tok = make_tokenizer(kind, dir);
+    std::unique_ptr<Tokenizer> tok = tokenizer_from_flags(kind, dir);
     FLEXTP_CHECK(tok->vocab_size() <= 65536, "shards hold 16-bit ids; the vocabulary of ", tok->vocab_size(), " does not fit");
     // Documents are separated by GPT-2's end-of-text token (as llm.c's shards are), when it has one.
     int32_t separator = kind == "gpt2" ? static_cast<const Gpt2Tokenizer&>(*tok).end_of_text() : -1;

@@ -1,0 +1,130 @@
+#include "nn/hf_gpt2.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <type_traits>
+
+#include "core/safetensors.h"
+#include "data/token_files.h"
+#include "nn/checkpoint.h"
+
+namespace flextp {
+namespace {
+
+// A key of config.json that must be a positive integer.
+int64_t positive(const nlohmann::json& j, const std::string& path, const char* key) {
+  FLEXTP_CHECK(j.contains(key), path, " has no \"", key, "\"");
+  const nlohmann::json& v = j.at(key);
+  FLEXTP_CHECK(v.is_number_integer() && v.get<int64_t>() > 0, path, ": \"", key, "\" is ", v.dump(),
+               ", not a positive integer");
+  return v.get<int64_t>();
+}
+
+// A setting flextp's GPT has fixed: the file may leave it out (transformers' default is flextp's)
+// or give flextp's value.
+template <typename T>
+void fixed(const nlohmann::json& j, const std::string& path, const char* key, const T& ours, const char* why) {
+  if (!j.contains(key) || j.at(key).is_null()) return;
+  bool same = false;
+  try {
+    if constexpr (std::is_floating_point_v<T>)
+      same = std::abs(j.at(key).get<double>() - ours) <= 1e-12;
+    else
+      same = j.at(key).get<T>() == ours;
+  } catch (const nlohmann::json::exception&) {
+  }
+  FLEXTP_CHECK(same, path, ": \"", key, "\" is ", j.at(key).dump(), "; flextp's GPT has ", nlohmann::json(ours).dump(),
+               " (", why, ")");
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+}  // namespace
+
+GPTConfig read_hf_config(const std::string& dir) {
+  const std::string path = dir + "/config.json";
+  FLEXTP_CHECK(std::filesystem::is_directory(dir), dir, " is not a directory (a Hugging Face model directory holds "
+               "config.json and model.safetensors)");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_text_file(path));
+  } catch (const nlohmann::json::parse_error& e) {
+    FLEXTP_FAIL(path, " is not valid JSON: ", e.what());
+  }
+  FLEXTP_CHECK(j.is_object(), path, " is not a JSON object");
+  FLEXTP_CHECK(j.value("model_type", std::string()) == "gpt2", path, ": model_type is ",
+               j.contains("model_type") ? j.at("model_type").dump() : std::string("missing"),
+               "; flextp imports GPT-2 models (\"gpt2\")");
+  GPTConfig c;
+  c.n_layer = positive(j, path, "n_layer");
+  c.n_head = positive(j, path, "n_head");
+  c.n_embd = positive(j, path, "n_embd");
+  c.vocab_size = positive(j, path, "vocab_size");
+  c.n_positions = positive(j, path, "n_positions");
+  c.mlp = "gelu";
+  if (j.contains("activation_function")) {
+    const nlohmann::json& a = j.at("activation_function");
+    FLEXTP_CHECK(a == "gelu_new" || a == "gelu_pytorch_tanh", path, ": activation_function is ", a.dump(),
+                 "; flextp's GPT-2 MLP uses the tanh GELU (\"gelu_new\")");
+  }
+  fixed(j, path, "n_inner", c.mlp_hidden(), "an MLP of 4 x n_embd neurons");
+  fixed(j, path, "layer_norm_epsilon", 1e-5, "its layer norms' epsilon");
+  fixed(j, path, "tie_word_embeddings", true, "the LM head is the token table");
+  fixed(j, path, "scale_attn_weights", true, "attention scores scaled by 1/sqrt(head size)");
+  fixed(j, path, "scale_attn_by_inverse_layer_idx", false, "no per-layer attention scaling");
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    FLEXTP_FAIL(path, " describes a model flextp cannot build: ", e.what());
+  }
+  return c;
+}
+
+void import_hf(const std::string& dir, GPT& model) {
+  const std::string path = dir + "/model.safetensors";
+  FLEXTP_CHECK(std::filesystem::is_regular_file(path), dir, " has no model.safetensors",
+               std::filesystem::exists(dir + "/pytorch_model.bin")
+                   ? " (only pytorch_model.bin, which flextp does not read: save it with safe_serialization=True)"
+                   : "");
+  SafetensorsFile hf = read_safetensors(path);
+  SafetensorsFile ours;
+  const std::regex mask_buffer(R"(h\.[0-9]+\.attn\.(bias|masked_bias))");
+  std::optional<Tensor> lm_head;
+  for (auto& [stored, tensor] : hf.tensors) {
+    std::string name = starts_with(stored, "transformer.") ? stored.substr(12) : stored;
+    if (std::regex_match(name, mask_buffer)) continue;
+    if (name == "lm_head.weight") {
+      lm_head = tensor;
+      continue;
+    }
+    FLEXTP_CHECK(ours.tensors.emplace(name, tensor).second, path, " holds '", name, "' twice (with and without the "
+                 "transformer. prefix)");
+  }
+  auto wte = ours.tensors.find("wte.weight");
+  if (lm_head && wte != ours.tensors.end()) {  // (without wte.weight, loading names it missing)
+    bool tied = wte->second.shape() == lm_head->shape() &&
+                wte->second.dtype() == lm_head->dtype() &&
+                std::memcmp(wte->second.raw(), lm_head->raw(), lm_head->nbytes()) == 0;
+    FLEXTP_CHECK(tied, path, ": lm_head.weight differs from wte.weight; flextp ties the LM head to the token table");
+  }
+  load_weights(ours, path, model);
+}
+
+void write_hf_gpt2_tokenizer(const std::string& dir, const std::string& gpt2_dir, int64_t n_positions) {
+  write_file_atomic(dir + "/vocab.json", read_text_file(gpt2_dir + "/encoder.json"));
+  write_file_atomic(dir + "/merges.txt", read_text_file(gpt2_dir + "/vocab.bpe"));
+  const std::string end = "<|endoftext|>";
+  nlohmann::json config = {{"tokenizer_class", "GPT2Tokenizer"},
+                           {"model_max_length", n_positions},
+                           {"bos_token", end},
+                           {"eos_token", end},
+                           {"unk_token", end},
+                           {"add_prefix_space", false}};
+  write_file_atomic(dir + "/tokenizer_config.json", config.dump(2) + "\n");
+}
+
+}  // namespace flextp
