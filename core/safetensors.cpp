@@ -47,6 +47,9 @@ std::string errno_text() { return std::strerror(errno); }
 // (100 MB of '[' took the tree 3.9 GB), and a header of a million small entries costs those
 // entries, not a tree of maps that is 30 times the header's size.
 constexpr int kMaxHeaderDepth = 3;
+// A header may list any number of tensors that own bytes, as the data holds them, and this many
+// empty ones: without a bound, a 100 MB header of empty tensors cost 2.3 GB of entries.
+constexpr uint64_t kMaxEmptyTensors = 4096;
 
 // One entry of the header as written, checked once it is complete.
 struct RawEntry {
@@ -60,8 +63,10 @@ struct RawEntry {
 
 class HeaderReader : public json::json_sax_t {
  public:
-  HeaderReader(const std::string& path, std::map<std::string, std::string>& metadata, std::vector<RawEntry>& entries)
-      : path_(path), metadata_(metadata), entries_(entries) {}
+  // `data_bytes`: the bytes after the header, which bound the entries a file can hold.
+  HeaderReader(const std::string& path, uint64_t data_bytes, std::map<std::string, std::string>& metadata,
+               std::vector<RawEntry>& entries)
+      : path_(path), data_bytes_(data_bytes), metadata_(metadata), entries_(entries) {}
 
   bool start_object(std::size_t) override { return open(true); }
   bool start_array(std::size_t) override { return open(false); }
@@ -94,7 +99,12 @@ class HeaderReader : public json::json_sax_t {
   // An entry that is an object or a value of another kind.
   void entry(bool object) {
     FLEXTP_CHECK(!metadata() || object, path_, ": __metadata__ is not an object");
-    if (!metadata()) entries_.push_back({name_, object});
+    if (metadata()) return;
+    // Each tensor of a dtype flextp reads owns 4 bytes or more unless it is empty.
+    FLEXTP_CHECK(entries_.size() < data_bytes_ / 4 + kMaxEmptyTensors, path_, ": the header lists more tensors than its ",
+                 data_bytes_, " data bytes can hold (4 bytes or more each, and at most ", kMaxEmptyTensors,
+                 " empty ones)");
+    entries_.push_back({name_, object});
   }
 
   bool open(bool object) {
@@ -135,6 +145,7 @@ class HeaderReader : public json::json_sax_t {
   }
 
   const std::string& path_;
+  const uint64_t data_bytes_;
   std::map<std::string, std::string>& metadata_;
   std::vector<RawEntry>& entries_;
   std::set<std::string> names_;
@@ -234,11 +245,11 @@ SafetensorsFile read_safetensors(const std::string& path) {
                " bytes (not a safetensors file, or truncated)");
   std::string text(header_len, '\0');
   in.read(text.data(), static_cast<std::streamsize>(header_len));
+  uint64_t data_start = 8 + header_len, data_size = file_size - data_start;
   SafetensorsFile out;
   std::vector<RawEntry> raw;
-  HeaderReader reader(path, out.metadata, raw);
+  HeaderReader reader(path, data_size, out.metadata, raw);
   json::sax_parse(text, &reader);
-  uint64_t data_start = 8 + header_len, data_size = file_size - data_start;
 
   // Every entry is checked, and the ranges against each other, before any tensor is allocated.
   struct Entry {

@@ -206,6 +206,14 @@ TEST_CASE("a safetensors header is read without a JSON tree: too deep or not an 
                        doctest::Contains("header nests deeper than 3 levels"), Error);
   CHECK_THROWS_WITH_AS(read_safetensors(file(R"({"a":{"dtype":"F32","shape":[[1]],"data_offsets":[0,4]}})")),
                        doctest::Contains("header nests deeper than 3 levels"), Error);
+  // A header of empty tensors: each entry cost about 1.4 KB (100 MB of them: 2.3 GB).
+  std::string empties = "{";
+  for (int i = 0; i < 5000; ++i) empties += "\"t" + std::to_string(i) + R"(":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},)";
+  empties.back() = '}';
+  CHECK_THROWS_WITH_AS(read_safetensors(file(empties)),
+                       doctest::Contains("the header lists more tensors than its 0 data bytes can hold (4 bytes or more "
+                                         "each, and at most 4096 empty ones)"),
+                       Error);
   CHECK_THROWS_WITH_AS(read_safetensors(file(R"({"__metadata__":{"k":["v"]}})")),
                        doctest::Contains("metadata 'k' is not a string"), Error);
   CHECK_THROWS_WITH_AS(read_safetensors(file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{}})")),
