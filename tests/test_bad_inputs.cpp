@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "nn/config.h"
 #include "data/token_files.h"
 #include "nn/checkpoint.h"
 #include "tests/run_command.h"
@@ -75,6 +76,16 @@ TEST_CASE("sizes from flags past their limits are refused at once, naming the fl
   fails_with(run_train(model + data + "--seq-len 1024 --batch 2097152"),
              "--batch 2097152 windows of --seq-len 1024 tokens exceed 2147483647 tokens in a step");
   fails_with(run_train(model + data + "--batch " + kHuge), "--batch " + kHuge + " windows of --seq-len 128 tokens exceed");
+  // The same limits where the library builds a model (the flags above and checkpoints reach it).
+  GPTConfig c;
+  c.n_layer = 1000000000;
+  CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("n_layer 1000000000, n_embd 128, vocab_size 256 and n_positions 128 "
+                                                       "make about 266240000049408 parameters"), Error);
+  c = GPTConfig{};
+  c.n_positions = 288230376151711744;
+  CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("n_positions 288230376151711744 exceeds 2147483647"), Error);
+  CHECK_THROWS_WITH_AS(Tensor::empty({288230376151711744, 64}), doctest::Contains("has more bytes than 64 bits can count"), Error);
+  GPTConfig{}.validate();
 }
 
 TEST_CASE("--eval-batches past 64 bits of windows evaluates every window, with a positive count") {
