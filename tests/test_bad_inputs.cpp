@@ -64,7 +64,7 @@ TEST_CASE("sizes from flags past their limits are refused at once, naming the fl
   // CLI11 alone read it as 2^63 - 1.
   fails_with(run_train(model + data + "--seq-len 99999999999999999999"),
              "--seq-len: '99999999999999999999' does not fit 64 bits (at most 9223372036854775807)");
-  fails_with(run_train("--seed 99999999999999999999"), "--seed: '99999999999999999999' does not fit 64 bits");
+  fails_with(run_train(model + data + "--seed 99999999999999999999"), "--seed: '99999999999999999999' does not fit 64 bits");
   fails_with(run_train(model + data + "--n-positions " + kHuge), "--n-positions " + kHuge + " exceeds 2147483647");
   // 2^58 x 64 wraps to a 0-byte position table.
   fails_with(run_train(model + data + "--n-positions 288230376151711744"), "--n-positions 288230376151711744 exceeds");
@@ -131,10 +131,11 @@ TEST_CASE("no floating flag takes NaN or infinity") {
   CHECK(f.lr == 1e-4);
   CHECK(f.grad_clip == 0.5);
   // End to end, before any work: the message names the flag and the value.
-  fails_with(run_train("--grad-clip nan"), "--grad-clip: 'nan' is not a finite number");
-  fails_with(run_train("--rank-timeout nan"), "--rank-timeout: 'nan' is not a finite number");
-  fails_with(run_train("--lr inf"), "--lr: 'inf' is not a finite number");
   test::TempDir dir("nanflag");
+  const std::string run = std::string(test::kTiny) + " --data " + test::corpus(dir) + " --steps 1 ";
+  fails_with(run_train(run + "--grad-clip nan"), "--grad-clip: 'nan' is not a finite number");
+  fails_with(run_train(run + "--rank-timeout nan"), "--rank-timeout: 'nan' is not a finite number");
+  fails_with(run_train(run + "--lr inf"), "--lr: 'inf' is not a finite number");
   fails_with(test::run_command(std::string(FLEXTP_TOKENIZE_BINARY) + " --out " + dir.file("o") + " --val-fraction nan"),
              "--val-fraction: 'nan' is not a finite number", "flextp-tokenize");
 }
