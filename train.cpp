@@ -66,15 +66,21 @@ int64_t eval_window_count(const std::vector<int32_t>& tokens, const TrainOptions
   int64_t available = eval_windows(tokens, o.seq_len);
   FLEXTP_CHECK(available > 0, what, " has ", tokens.size(), " tokens, fewer than seq_len + 1 = ",
                o.seq_len + 1);
-  return std::min(available, o.eval_batches * o.batch);
+  std::optional<int64_t> asked = checked_mul(o.eval_batches, o.batch);  // past 64 bits: all of them
+  return asked ? std::min(available, *asked) : available;
 }
 
 GPTConfig model_config(const TrainOptions& o, const Tokenizer& tok, const CLI::App& app) {
   GPTConfig c;
   FLEXTP_CHECK(o.load.empty() || o.init_from_hf.empty(), "--load and --init-from-hf exclude each other: --load "
                "resumes a flextp run, --init-from-hf starts a new one from Hugging Face weights");
+  FLEXTP_CHECK(o.seq_len <= kMaxModelSize, "--seq-len ", o.seq_len, " exceeds ", kMaxModelSize,
+               ", the largest size flextp takes (positions are 32-bit)");
+  std::optional<int64_t> step_tokens = checked_mul(o.batch, o.seq_len);
+  FLEXTP_CHECK(step_tokens && *step_tokens <= kMaxModelSize, "--batch ", o.batch, " windows of --seq-len ", o.seq_len,
+               " tokens exceed ", kMaxModelSize, " tokens in a step, the most flextp takes");
   const std::string& from = o.load.empty() ? o.init_from_hf : o.load;
-  if (!o.load.empty()) {
+  if (!o.load.empty()) {  // the checkpoint decides; flags given explicitly must agree
     c = read_checkpoint_config(o.load);
     std::map<std::string, std::string> extra = read_checkpoint_extra(o.load);
     auto was = extra.find("tokenizer");
@@ -421,12 +427,13 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
                   {grid, dp_group.get(), static_cast<int64_t>(o.dp_bucket_mb * (1 << 20)), &world});
 
   int stopped_by = 0;  // a signal: every rank stops after the same step
-  int64_t done = start;
+  int64_t done = start, ran = 0, skipped = 0;  // steps of this run
   for (int64_t step = start; step < o.steps && !stopped_by; ++step) {
     fault_signal(world.rank(), step + 1);
     StepReport r = trainer.step(step, stop_signal);
     done = r.step;
     stopped_by = r.stop_signal;
+    ++ran, skipped += r.skipped;
     log.step(r);
     if (val_windows && ((o.eval_every && r.step % o.eval_every == 0) || r.last)) {
       r.val_loss = evaluate(model, corpus.val, o.seq_len, val_windows, micro_windows, [&] { watchdog.beat(r.step); });
@@ -443,6 +450,10 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
     std::fflush(stdout);
   }
   log.clear_line();
+  // The weights are those the run started from: saving them as a later step would pass off a
+  // run that learnt nothing (NaN inputs, a NaN --lr) as a good one.
+  FLEXTP_CHECK(ran == 0 || skipped < ran, "every one of the ", ran, " steps of this run was skipped (a non-finite loss ",
+               "or gradient)", o.save.empty() ? std::string() : "; nothing was saved over " + o.save);
   watchdog.beat(o.steps + 1);
   if (stopped_by && done < o.steps) {  // the steps done, saved; no export or sample of a run cut short
     if (!o.save.empty()) save(o.save, done);

@@ -15,7 +15,7 @@ namespace {
 const std::pair<const char*, const char*> kModelFlags[] = {
     {"n_layer", "--n-layer"},   {"n_head", "--n-head"},         {"n_embd", "--n-embd"},
     {"mlp_unit", "--mlp-unit"}, {"vocab_unit", "--vocab-unit"}, {"dropout", "--dropout"},
-    {"n_positions", "--n-positions"}};
+    {"n_positions", "--n-positions"}, {"vocab_size", "--vocab"}};
 
 bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <set>
 #include <tuple>
 #include <nlohmann/json.hpp>
 
@@ -41,6 +43,117 @@ DType parse_dtype(const std::string& s, const std::string& name, const std::stri
 }
 
 std::string errno_text() { return std::strerror(errno); }
+
+// A header, read as the parser meets its values: no JSON tree is built. A header is an object
+// of objects whose arrays hold numbers (three levels): anything deeper is refused where it starts
+// (100 MB of '[' took the tree 3.9 GB), and a header of a million small entries costs those
+// entries, not a tree of maps that is 30 times the header's size.
+constexpr int kMaxHeaderDepth = 3;
+// A header may list any number of tensors that own bytes, as the data holds them, and this many
+// empty ones: without a bound, a 100 MB header of empty tensors cost 2.3 GB of entries.
+constexpr uint64_t kMaxEmptyTensors = 4096;
+
+// One entry of the header as written, checked once it is complete.
+struct RawEntry {
+  std::string name;
+  bool object = false, has_dtype = false, has_shape = false, has_offsets = false;
+  std::string dtype, bad_dimension;  // bad_dimension: the first dimension that is no count
+  Shape shape;
+  std::vector<uint64_t> offsets;
+  bool offsets_unsigned = true;
+};
+
+class HeaderReader : public json::json_sax_t {
+ public:
+  // `data_bytes`: the bytes after the header, which bound the entries a file can hold.
+  HeaderReader(const std::string& path, uint64_t data_bytes, std::map<std::string, std::string>& metadata,
+               std::vector<RawEntry>& entries)
+      : path_(path), data_bytes_(data_bytes), metadata_(metadata), entries_(entries) {}
+
+  bool start_object(std::size_t) override { return open(true); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_object() override { return --depth_, true; }
+  bool end_array() override { return --depth_, true; }
+  bool key(string_t& k) override {
+    if (depth_ == 1) {
+      FLEXTP_CHECK(names_.insert(k).second, path_, ": '", k, "' appears twice in the header");
+      name_ = k;
+    } else if (depth_ == 2) {
+      field_ = k;
+    }
+    return true;
+  }
+  bool string(string_t& v) override { return scalar("\"" + v + "\"", &v, nullptr); }
+  bool number_unsigned(number_unsigned_t v) override { return scalar(std::to_string(v), nullptr, &v); }
+  bool number_integer(number_integer_t v) override { return scalar(std::to_string(v), nullptr, nullptr); }
+  bool number_float(number_float_t, const string_t& text) override { return scalar(text, nullptr, nullptr); }
+  bool boolean(bool v) override { return scalar(v ? "true" : "false", nullptr, nullptr); }
+  bool null() override { return scalar("null", nullptr, nullptr); }
+  bool binary(binary_t&) override { return scalar("binary", nullptr, nullptr); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    FLEXTP_FAIL(path_, ": header is not valid JSON: ", e.what());
+    return false;
+  }
+
+ private:
+  bool metadata() const { return name_ == "__metadata__"; }
+
+  // An entry that is an object or a value of another kind.
+  void entry(bool object) {
+    FLEXTP_CHECK(!metadata() || object, path_, ": __metadata__ is not an object");
+    if (metadata()) return;
+    // Each tensor of a dtype flextp reads owns 4 bytes or more unless it is empty.
+    FLEXTP_CHECK(entries_.size() < data_bytes_ / 4 + kMaxEmptyTensors, path_, ": the header lists more tensors than its ",
+                 data_bytes_, " data bytes can hold (4 bytes or more each, and at most ", kMaxEmptyTensors,
+                 " empty ones)");
+    entries_.push_back({name_, object});
+  }
+
+  bool open(bool object) {
+    FLEXTP_CHECK(depth_ > 0 || object, path_, ": header is not a JSON object");
+    FLEXTP_CHECK(depth_ < kMaxHeaderDepth, path_, ": header nests deeper than ", kMaxHeaderDepth,
+                 " levels (a safetensors header is an object of tensor entries): not a safetensors file");
+    if (depth_ == 1) entry(object);
+    if (depth_ == 2) {
+      FLEXTP_CHECK(!metadata(), path_, ": metadata '", field_, "' is not a string");
+      if (field_ == "shape") entries_.back().has_shape = !object;
+      if (field_ == "data_offsets") entries_.back().has_offsets = !object;
+    }
+    ++depth_;
+    return true;
+  }
+
+  // A value that is not an object or an array; `text` spells it for messages.
+  bool scalar(const std::string& text, const string_t* str, const number_unsigned_t* count) {
+    FLEXTP_CHECK(depth_ > 0, path_, ": header is not a JSON object");
+    if (depth_ == 1) {
+      entry(false);
+    } else if (depth_ == 2 && metadata()) {
+      FLEXTP_CHECK(str, path_, ": metadata '", field_, "' is not a string");
+      metadata_[field_] = *str;
+    } else if (depth_ == 2 && field_ == "dtype") {
+      entries_.back().has_dtype = str != nullptr;
+      if (str) entries_.back().dtype = *str;
+    } else if (depth_ == 3 && field_ == "shape") {
+      RawEntry& e = entries_.back();
+      if (count && *count <= static_cast<uint64_t>(INT64_MAX)) e.shape.push_back(static_cast<int64_t>(*count));
+      else if (e.bad_dimension.empty()) e.bad_dimension = text;
+    } else if (depth_ == 3 && field_ == "data_offsets") {
+      RawEntry& e = entries_.back();
+      e.offsets.push_back(count ? *count : 0);
+      e.offsets_unsigned = e.offsets_unsigned && count != nullptr;
+    }
+    return true;
+  }
+
+  const std::string& path_;
+  const uint64_t data_bytes_;
+  std::map<std::string, std::string>& metadata_;
+  std::vector<RawEntry>& entries_;
+  std::set<std::string> names_;
+  int depth_ = 0;
+  std::string name_, field_;  // the entry (a key at depth 1) and its field (a key at depth 2)
+};
 
 }  // namespace
 
@@ -134,14 +247,11 @@ SafetensorsFile read_safetensors(const std::string& path) {
                " bytes (not a safetensors file, or truncated)");
   std::string text(header_len, '\0');
   in.read(text.data(), static_cast<std::streamsize>(header_len));
-  json header;
-  try {
-    header = json::parse(text);
-  } catch (const json::exception& e) {
-    FLEXTP_FAIL(path, ": header is not valid JSON: ", e.what());
-  }
-  FLEXTP_CHECK(header.is_object(), path, ": header is not a JSON object");
   uint64_t data_start = 8 + header_len, data_size = file_size - data_start;
+  SafetensorsFile out;
+  std::vector<RawEntry> raw;
+  HeaderReader reader(path, data_size, out.metadata, raw);
+  json::sax_parse(text, &reader);
 
   // Every entry is checked, and the ranges against each other, before any tensor is allocated.
   struct Entry {
@@ -151,37 +261,23 @@ SafetensorsFile read_safetensors(const std::string& path) {
     uint64_t begin, end;
   };
   std::vector<Entry> entries;
-  SafetensorsFile out;
-  for (auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") {
-      FLEXTP_CHECK(entry.is_object(), path, ": __metadata__ is not an object");
-      for (auto& [k, v] : entry.items()) {
-        FLEXTP_CHECK(v.is_string(), path, ": metadata '", k, "' is not a string");
-        out.metadata[k] = v.get<std::string>();
-      }
-      continue;
-    }
-    bool ok = entry.is_object() && entry.contains("dtype") && entry["dtype"].is_string() &&
-              entry.contains("shape") && entry["shape"].is_array() &&
-              entry.contains("data_offsets") && entry["data_offsets"].is_array() &&
-              entry["data_offsets"].size() == 2;
+  for (const RawEntry& entry : raw) {
+    const std::string& name = entry.name;
+    bool ok = entry.object && entry.has_dtype && entry.has_shape && entry.has_offsets && entry.offsets.size() == 2;
     FLEXTP_CHECK(ok, path, ": tensor '", name, "' needs dtype, shape and two data_offsets");
-    DType dtype = parse_dtype(entry["dtype"].get<std::string>(), name, path);
+    DType dtype = parse_dtype(entry.dtype, name, path);
+    FLEXTP_CHECK(entry.bad_dimension.empty(), path, ": tensor '", name, "' has a bad dimension ", entry.bad_dimension);
     Shape shape;
     uint64_t count = 1;
-    for (auto& d : entry["shape"]) {
-      FLEXTP_CHECK(d.is_number_unsigned() || (d.is_number_integer() && d.get<int64_t>() >= 0),
-                   path, ": tensor '", name, "' has a bad dimension ", d.dump());
-      uint64_t dim = d.get<uint64_t>();
+    for (int64_t d : entry.shape) {
+      uint64_t dim = static_cast<uint64_t>(d);
       FLEXTP_CHECK(dim == 0 || count <= data_size / dim, path, ": tensor '", name,
                    "' claims more elements than the file holds");
       count *= dim;
-      shape.push_back(static_cast<int64_t>(dim));
+      shape.push_back(d);
     }
-    auto& offs = entry["data_offsets"];
-    FLEXTP_CHECK(offs[0].is_number_unsigned() && offs[1].is_number_unsigned(), path, ": tensor '",
-                 name, "' has non-integer data_offsets");
-    uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
+    FLEXTP_CHECK(entry.offsets_unsigned, path, ": tensor '", name, "' has non-integer data_offsets");
+    uint64_t begin = entry.offsets[0], end = entry.offsets[1];
     FLEXTP_CHECK(begin <= end && end <= data_size, path, ": tensor '", name, "' byte range [",
                  begin, ", ", end, ") lies outside the ", data_size, " data bytes (truncated file?)");
     FLEXTP_CHECK(end - begin == count * dtype_size(dtype), path, ": tensor '", name, "' has ",

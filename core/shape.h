@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,21 @@ using Shape = std::vector<int64_t>;
 inline int64_t numel(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
+  return n;
+}
+
+// a * b, or nothing when it does not fit 64 bits (sizes from flags and files must not wrap).
+inline std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
+  int64_t out;
+  if (__builtin_mul_overflow(a, b, &out)) return std::nullopt;
+  return out;
+}
+
+// The element count of `s`, or nothing when it does not fit 64 bits.
+inline std::optional<int64_t> checked_numel(const Shape& s) {
+  std::optional<int64_t> n = 1;
+  for (int64_t d : s)
+    if (n) n = checked_mul(*n, d);
   return n;
 }
 

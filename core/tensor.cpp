@@ -31,8 +31,12 @@ namespace {
 
 std::shared_ptr<TensorImpl> new_impl(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape) FLEXTP_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
+  std::optional<int64_t> count = checked_numel(shape);
+  std::optional<int64_t> bytes = count ? checked_mul(*count, static_cast<int64_t>(dtype_size(dtype))) : std::nullopt;
+  FLEXTP_CHECK(bytes, "a tensor of shape ", shape_str(shape), " and dtype ", dtype_name(dtype),
+               " has more bytes than 64 bits can count");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(device, numel(shape) * dtype_size(dtype));
+  impl->storage = std::make_shared<Storage>(device, static_cast<size_t>(*bytes));
   impl->shape = shape;
   impl->dtype = dtype;
   return impl;

@@ -107,8 +107,15 @@ Gpt2Tokenizer::Gpt2Tokenizer(const std::string& encoder_json, const std::string&
                " tokens: the files do not belong together");
   for (size_t i = 0; i < j.size(); ++i) {
     if (i >= ordinary) {
-      bytes_of_[i] = spelled[i];  // a special token decodes to its own spelling
-      if (spelled[i] == "<|endoftext|>") end_of_text_ = static_cast<int32_t>(i);
+      // Past the merged tokens only special tokens may follow: an ordinary one here is one that
+      // no merge makes (a vocab.bpe cut short), and encoding would never produce it.
+      const std::string& t = spelled[i];
+      bool special = t.size() > 4 && t.rfind("<|", 0) == 0 && t.compare(t.size() - 2, 2, "|>") == 0;
+      FLEXTP_CHECK(special, enc, ": token '", t, "' (id ", i, ") is made by no merge of ", bpe, ", whose ",
+                   merges.size(), " merges make ids 256 to ", ordinary - 1, ", and is not a special token <|...|>: ",
+                   bpe, " is incomplete, or the files do not belong together");
+      bytes_of_[i] = t;  // a special token decodes to its own spelling
+      if (t == "<|endoftext|>") end_of_text_ = static_cast<int32_t>(i);
       continue;
     }
     FLEXTP_CHECK(token_bytes(spelled[i], bytes_of_[i]), enc, ": token '", spelled[i],
@@ -117,6 +124,8 @@ Gpt2Tokenizer::Gpt2Tokenizer(const std::string& encoder_json, const std::string&
                  "') must be a single byte (ids 0-255 are the bytes)");
     rank_.emplace(bytes_of_[i], static_cast<int32_t>(i));
   }
+  FLEXTP_CHECK(end_of_text_ >= 0, enc, " has no <|endoftext|> token: GPT-2's vocabulary ends with it (id 50256), "
+               "and documents are separated by it");
   FLEXTP_CHECK(rank_.size() == ordinary, enc, ": two ordinary tokens have the same bytes");
   std::string a, b;
   for (size_t k = 0; k < merges.size(); ++k) {

@@ -3,6 +3,7 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "data/unicode_classes.h"
 
 namespace flextp {
 namespace {
@@ -91,10 +93,37 @@ bool looks_like_shard(const std::string& path) {
   return in.read(reinterpret_cast<char*>(head), 4) && le32(head) == kShardMagic;
 }
 
+std::optional<size_t> first_non_text_byte(const std::string& text) {
+  for (size_t at = 0, length = 0; at < text.size(); at += length) {
+    char32_t c = next_code_point(text.data(), text.size(), at, length);
+    if (c == 0 || c > 0x10FFFF) return at;
+  }
+  return std::nullopt;
+}
+
+void check_text(const std::string& path, const std::string& text) {
+  std::optional<size_t> at = first_non_text_byte(text);
+  if (!at) return;
+  // A shard whose magic is damaged is binary (NUL bytes in its header), and text in another
+  // encoding would be trained on as other tokens: both are refused, saying what the file is not.
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(text[*at]));
+  const int64_t line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(*at), '\n');
+  std::string magic = text.size() >= 4 ? std::to_string(le32(reinterpret_cast<const unsigned char*>(text.data())))
+                                       : std::string("missing");
+  FLEXTP_FAIL(path, ": byte ", hex, " at offset ", *at, " (line ", line, ") is not UTF-8 text, and the file is ",
+              "not an llm.c token shard either (its magic is ", magic, ", not ", kShardMagic,
+              "): data files are UTF-8 text or token shards; convert text in another encoding to UTF-8 "
+              "(e.g. iconv -f latin1 -t utf-8)");
+}
+
 std::vector<int32_t> load_tokens(const std::string& path, const Tokenizer& tokenizer) {
   bool pattern = path.find_first_of("*?[") != std::string::npos;
   if (pattern || looks_like_shard(path)) return read_shards(path);
-  return tokenizer.encode(read_text_file(path));
+  // Not a shard by its magic: text, if it is text.
+  std::string text = read_text_file(path);
+  check_text(path, text);
+  return tokenizer.encode(text);
 }
 
 std::string default_corpus_text(const std::string& dir) {

@@ -4,6 +4,7 @@
 //
 // llm.c shard format: a header of 256 little-endian int32 (magic 20240520, version 1, token
 // count, the rest 0), then the tokens as little-endian uint16.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,14 @@ std::vector<int32_t> read_shards(const std::string& path_or_glob);
 void write_shard(const std::string& path, const std::vector<int32_t>& tokens);
 bool looks_like_shard(const std::string& path);  // by the magic number at its start
 
-// Tokens of a data argument: a shard or shard glob, or else a text file through the tokenizer.
+// The offset of the first byte of `text` that is not UTF-8 text (a NUL, or a byte of no valid
+// UTF-8 sequence), or nothing.
+std::optional<size_t> first_non_text_byte(const std::string& text);
+// Throws, naming `path`, the byte and its line, unless `text` is UTF-8 text.
+void check_text(const std::string& path, const std::string& text);
+
+// Tokens of a data argument: a shard or shard glob (by its magic), or else a UTF-8 text file
+// through the tokenizer; a file that is neither is refused.
 std::vector<int32_t> load_tokens(const std::string& path, const Tokenizer& tokenizer);
 
 // The concatenated fortunes files (sorted by name); a clear error naming the package if absent.

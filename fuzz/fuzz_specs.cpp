@@ -1,12 +1,15 @@
 // Fuzzes the parsers of user specs: --straggler, --contend, --tp-weights, --tp-assign and
 // --straggler-trace files; and the proportional split, of parsed weights and of any doubles (the
-// balancer hands it measured speeds), which must own every unit exactly once or refuse.
+// balancer hands it measured speeds), which must own every unit exactly once or refuse; and model
+// sizes as flags and checkpoint metadata give them ("VOCAB,POSITIONS,LAYERS,HEADS,EMBD,MLP_UNIT,
+// VOCAB_UNIT,PAD"), which GPTConfig::validate refuses before any product of them can wrap.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/text_fields.h"
 #include "fuzz/fuzz_file.h"
 #include "nn/units.h"
 #include "parallel/balance/slowdown.h"
@@ -53,6 +56,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   guard([&] {
     flextp::Partition p = flextp::Partition::even(groups, 3);
     flextp::apply_tp_assignment(p, groups, spec);
+  });
+  guard([&] {
+    std::vector<std::string> fields = flextp::split_fields(spec, ',');
+    if (fields.size() != 8) return;
+    int64_t v[8];
+    for (size_t i = 0; i < 8; ++i) {
+      std::optional<int64_t> x = flextp::whole_int(fields[i]);
+      if (!x) return;
+      v[i] = *x;
+    }
+    flextp::GPTConfig g;
+    g.vocab_size = v[0], g.n_positions = v[1], g.n_layer = v[2], g.n_head = v[3], g.n_embd = v[4];
+    g.mlp_unit = v[5], g.vocab_unit = v[6], g.vocab_pad = v[7];
+    g.validate();
+    if (!g.parameter_bound() || g.n_vocab_units() <= 0 || g.n_mlp_units() <= 0 || g.head_dim() <= 0) std::abort();
   });
   guard([&] {
     flextp::SlowdownSchedule s({}, 3);

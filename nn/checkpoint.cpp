@@ -1,6 +1,7 @@
 #include "nn/checkpoint.h"
 
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -164,6 +165,23 @@ void check_tensors(const SafetensorsFile& f, const std::string& path,
   for (const auto& [name, t] : f.tensors)
     FLEXTP_CHECK(expected.count(name), path, ": unexpected tensor '", name,
                  "' (not part of this model)");
+}
+
+template <typename T>
+int64_t first_non_finite(const T* v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(v[i])) return i;
+  return -1;
+}
+
+void check_finite(const Tensor& t, const std::string& path, const std::string& name) {
+  if (t.dtype() != DType::F32 && t.dtype() != DType::F64) return;
+  int64_t at = t.dtype() == DType::F32 ? first_non_finite(t.data<float>(), t.numel())
+                                       : first_non_finite(t.data<double>(), t.numel());
+  if (at < 0) return;
+  double v = t.dtype() == DType::F32 ? t.data<float>()[at] : t.data<double>()[at];
+  FLEXTP_FAIL(path, ": tensor '", name, "' holds ", v, " at element ", at,
+              ": the checkpoint is damaged or its run diverged; load an earlier checkpoint");
 }
 
 // For the test of saves slower than train's --rank-timeout: FLEXTP_FAULT_SLOW_SAVE_MS=N makes
@@ -332,8 +350,39 @@ std::optional<uint64_t> read_checkpoint_seed(const std::string& path) {
   return meta_seed(read_safetensors(sp), sp);
 }
 
-GPTConfig read_checkpoint_config(const std::string& path) {
-  SafetensorsFile f = read_safetensors(path);
+namespace {
+
+// A model is built from the metadata in full before its tensors are read into it: sizes the file's
+// tensors do not back (n_layer 1000000000, n_positions 2^63 - 1) must stop here.
+void check_config_against_tensors(const SafetensorsFile& f, const std::string& path, const GPTConfig& c) {
+  auto expect = [&](const char* name, const Shape& shape, const std::string& settings) {
+    auto it = f.tensors.find(name);
+    FLEXTP_CHECK(it != f.tensors.end(), path, ": tensor '", name, "' is missing");
+    FLEXTP_CHECK(it->second.shape() == shape, path, ": metadata says ", settings, " but tensor '", name,
+                 "' has shape ", shape_str(it->second.shape()), ": the metadata and the tensors disagree");
+  };
+  const std::string embd = "n_embd " + std::to_string(c.n_embd);
+  expect("ln_f.weight", {c.n_embd}, embd);
+  expect("wte.weight", {c.vocab_size, c.n_embd}, "vocab_size " + std::to_string(c.vocab_size) + ", " + embd);
+  expect("wpe.weight", {c.n_positions, c.n_embd}, "n_positions " + std::to_string(c.n_positions) + ", " + embd);
+  std::set<int64_t> blocks;  // the N of every tensor "h.N...."
+  for (const auto& [name, t] : f.tensors) {
+    if (name.rfind("h.", 0) != 0) continue;
+    std::optional<int64_t> n = whole_int(name.substr(2, name.find('.', 2) - 2));
+    FLEXTP_CHECK(n && *n >= 0, path, ": tensor '", name, "' is not named h.LAYER.*");
+    blocks.insert(*n);
+  }
+  const int64_t held = static_cast<int64_t>(blocks.size());
+  FLEXTP_CHECK(c.n_layer == held && (held == 0 || *blocks.rbegin() == held - 1), path, ": metadata says n_layer ",
+               c.n_layer, " but the file holds the tensors of ", held, " blocks",
+               held ? " (h." + std::to_string(*blocks.begin()) + " to h." + std::to_string(*blocks.rbegin()) + ")" : "",
+               ": the metadata and the tensors disagree");
+  FLEXTP_CHECK(c.n_head > 0 && c.n_head <= c.n_embd && c.n_embd % c.n_head == 0, path, ": metadata n_head ",
+               c.n_head, " does not divide n_embd ", c.n_embd);
+}
+
+// The config the metadata states, unchecked against the tensors.
+GPTConfig config_from_metadata(const SafetensorsFile& f, const std::string& path) {
   GPTConfig c;
   c.n_layer = meta_int(f, path, "n_layer");
   c.n_head = meta_int(f, path, "n_head");
@@ -345,12 +394,22 @@ GPTConfig read_checkpoint_config(const std::string& path) {
   return c;
 }
 
+}  // namespace
+
+GPTConfig read_checkpoint_config(const std::string& path) {
+  SafetensorsFile f = read_safetensors(path);
+  GPTConfig c = config_from_metadata(f, path);
+  check_config_against_tensors(f, path, c);
+  return c;
+}
+
+
 TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optimizer,
                            Communicator* comm) {
   NoGradGuard ng;
   const GPTConfig& c = model.config();
   SafetensorsFile f = read_safetensors(path);
-  GPTConfig saved = read_checkpoint_config(path);
+  GPTConfig saved = config_from_metadata(f, path);  // the built model, not the metadata, is checked against the tensors
   auto check = [&](const char* what, int64_t file, int64_t model_value) {
     FLEXTP_CHECK(file == model_value, path, ": checkpoint has ", what, " ", file,
                  " but the model was built with ", model_value, " (match the flags to the checkpoint)");
@@ -381,12 +440,15 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
       for (const std::string& slot : optimizer->slot_names()) slots[p->name + "." + slot] = expected[p->name];
     expect_stale_means(model, s, slots);
     check_tensors(s, sp, slots, c.dtype);
+    for (const auto& [name, t] : s.tensors) check_finite(t, sp, name);
     optimizer->set_steps_taken(meta_int(s, sp, "optimizer_steps"));
     state.seed = meta_seed(s, sp);
     for (const auto& [k, v] : s.metadata)
       if (k.rfind("extra.", 0) == 0) state.extra[k.substr(6)] = v;
   }
 
+  // A NaN or an infinity in the weights or their state would skip every step (or evaluate to nan).
+  for (const auto& [name, t] : f.tensors) check_finite(t, path, name);
   copy_weights(f, model);
   for (Parameter* p : params) {
     if (!optimizer) continue;

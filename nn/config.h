@@ -1,11 +1,15 @@
 #pragma once
 // The shape of a GPT model, checked once, with messages that say which setting to change.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/dtype.h"
 
 namespace flextp {
+
+// The largest value of any one size (token ids are int32, and products of sizes must fit 64 bits).
+constexpr int64_t kMaxModelSize = 2147483647;
 
 struct GPTConfig {
   int64_t vocab_size = 256;
@@ -31,7 +35,12 @@ struct GPTConfig {
   // Vocabulary units cover the padded rows: the padding lies at the end of the last unit(s).
   int64_t n_vocab_units() const { return (padded_vocab() + vocab_unit - 1) / vocab_unit; }
 
-  // Throws flextp::Error naming the first impossible setting.
+  // The parameters of the whole model (an upper bound: the widest MLP kind), or nothing when
+  // the count does not fit 64 bits. Meaningful for sizes within kMaxModelSize.
+  std::optional<int64_t> parameter_bound() const;
+
+  // Throws flextp::Error naming the first impossible setting: a size out of range, or a model
+  // whose weights alone exceed this machine's memory.
   void validate() const;
   std::string str() const;
 };

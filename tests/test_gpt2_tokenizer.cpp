@@ -176,7 +176,38 @@ TEST_CASE("damaged vocabulary files are named with what is wrong") {
     f.encoder["\u4e2d"] = 'a';
     fails(f.encoder.dump(), f.merges, "outside GPT-2's byte alphabet");
   }
+  {
+    TinyFiles f;  // vocab.bpe cut short: no merge makes "abc", which encoding would never produce
+    fails(f.encoder.dump(), "#version: 0.2\na b\n",
+          "dir/encoder.json: token 'abc' (id 257) is made by no merge of dir/vocab.bpe, whose 1 merges make ids 256 to 256");
+  }
+  {
+    TinyFiles f;
+    f.encoder.erase("<|endoftext|>");
+    fails(f.encoder.dump(), f.merges, "dir/encoder.json has no <|endoftext|> token");
+  }
   test::TempDir dir("gpt2-files");
   CHECK_THROWS_WITH_AS(Gpt2Tokenizer::from_dir(dir.path.string()), doctest::Contains("has no encoder.json"), Error);
   CHECK_THROWS_WITH_AS(Gpt2Tokenizer::from_dir(""), doctest::Contains("needs the directory of its encoder.json and vocab.bpe"), Error);
+}
+
+TEST_CASE("GPT-2's files with half of the merges, or without <|endoftext|>, are refused") {
+  std::optional<std::string> d = gpt2_dir();
+  if (!d) return;
+  const std::string enc = read_text_file(*d + "/encoder.json"), bpe = read_text_file(*d + "/vocab.bpe");
+  size_t cut = bpe.find('\n');  // after the #version line, 25000 of the 50000 merges
+  for (int line = 0; line < 25000; ++line) cut = bpe.find('\n', cut + 1);
+  test::TempDir dir("gpt2-half");
+  dir.write("encoder.json", enc);
+  dir.write("vocab.bpe", bpe.substr(0, cut + 1));
+  CHECK_THROWS_WITH_AS(Gpt2Tokenizer::from_dir(dir.path.string()),
+                       doctest::Contains(("(id 25256) is made by no merge of " + dir.file("vocab.bpe") +
+                                          ", whose 25000 merges make ids 256 to 25255").c_str()),
+                       Error);
+  nlohmann::json without = nlohmann::json::parse(enc);
+  REQUIRE(without.erase("<|endoftext|>") == 1);
+  dir.write("encoder.json", without.dump());
+  dir.write("vocab.bpe", bpe);
+  CHECK_THROWS_WITH_AS(Gpt2Tokenizer::from_dir(dir.path.string()),
+                       doctest::Contains((dir.file("encoder.json") + " has no <|endoftext|> token").c_str()), Error);
 }

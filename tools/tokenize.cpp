@@ -77,7 +77,11 @@ int main(int argc, char** argv) {
       all.insert(all.end(), ids.begin(), ids.end());
     };
     if (inputs.empty()) add(default_corpus_text());
-    for (const std::string& path : inputs) add(read_text_file(path));
+    for (const std::string& path : inputs) {
+      std::string text = read_text_file(path);
+      check_text(path, text);
+      add(text);
+    }
     std::vector<int32_t> train, val;
     split_tokens(all, val_fraction, train, val);
     std::error_code ec;
