@@ -150,18 +150,30 @@ std::vector<GradientSync::Bucket> GradientSync::plan(const std::vector<Parameter
     if (piece.elems > 0) pieces.push_back(piece);
   }
   // Buckets: consecutive pieces of one dtype and device, up to bucket_bytes_ (a larger piece alone).
-  std::vector<Bucket> buckets;
-  for (const Piece& piece : pieces) {
-    const Tensor& v = params[piece.param]->value;
-    const int64_t bytes = piece.elems * static_cast<int64_t>(dtype_size(v.dtype()));
-    if (buckets.empty() || buckets.back().dtype != v.dtype() || !(buckets.back().device == v.device()) ||
-        buckets.back().bytes + bytes > bucket_bytes_) {
-      buckets.emplace_back();
-      buckets.back().dtype = v.dtype(), buckets.back().device = v.device();
+  // The replicated parameters' pieces fill buckets of their own, first in the list (so started
+  // last): their layout then follows from the parameters alone, the same on every slot. A
+  // reduction whose order of summation depends on an element's offset (a ring's chunks, as in
+  // NCCL) gives every tensor rank of a replica the same bits of a replicated gradient only if the
+  // element sits at the same offset of the same bucket on every slot; else, with three or more
+  // replicas, the replicated weights drift apart between a replica's tensor ranks.
+  auto fill = [&](bool replicated) {
+    std::vector<Bucket> buckets;
+    for (const Piece& piece : pieces) {
+      if (params[piece.param]->replicated() != replicated) continue;
+      const Tensor& v = params[piece.param]->value;
+      const int64_t bytes = piece.elems * static_cast<int64_t>(dtype_size(v.dtype()));
+      if (buckets.empty() || buckets.back().dtype != v.dtype() || !(buckets.back().device == v.device()) ||
+          buckets.back().bytes + bytes > bucket_bytes_) {
+        buckets.emplace_back();
+        buckets.back().dtype = v.dtype(), buckets.back().device = v.device();
+      }
+      Bucket& b = buckets.back();
+      b.pieces.push_back(piece), b.elems += piece.elems, b.bytes += bytes;
     }
-    Bucket& b = buckets.back();
-    b.pieces.push_back(piece), b.elems += piece.elems, b.bytes += bytes;
-  }
+    return buckets;
+  };
+  std::vector<Bucket> buckets = fill(true), units = fill(false);
+  for (Bucket& b : units) buckets.push_back(std::move(b));
   return buckets;
 }
 

@@ -12,7 +12,9 @@
 //     in every replica), by an all-reduce over the data-parallel group of the slot: each rank
 //     packs its agreeing units' rows in unit-id order (not its local order, which depends on its
 //     migration and resizing history), in flat buckets of about `bucket_bytes` (in parameter
-//     order, one dtype and device per bucket);
+//     order, one dtype and device per bucket). The replicated parameters fill buckets of their
+//     own, laid out alike on every slot, so that a reduction whose order depends on an element's
+//     offset (NCCL's ring) still gives every tensor rank the same bits of them;
 //   - the units on which they differ, by an exchange between their holders over the world's
 //     ranks: the holder in the unit's root replica receives the others' rows, adds the parts in
 //     replica order (so every replica gets the same bits) and sends the sum back. Per unit that
