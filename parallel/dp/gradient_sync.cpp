@@ -39,9 +39,9 @@ int64_t ring_share(int64_t bytes, int d) { return 2 * (d - 1) * bytes / d; }
 
 GradientSync::GradientSync(Communicator& dp, Communicator& world, const Grid& grid, const Partition& initial,
                            int64_t bucket_bytes, std::function<void(const std::function<void()>&)> timed,
-                           int64_t check_every)
+                           int64_t check_every, StartReduce start)
     : dp_(dp), world_(world), grid_(grid), partitions_(grid, initial), bucket_bytes_(bucket_bytes),
-      check_every_(check_every), timed_(std::move(timed)) {
+      check_every_(check_every), timed_(std::move(timed)), start_(std::move(start)) {
   FLEXTP_CHECK(bucket_bytes > 0, "gradient buckets of ", bucket_bytes, " bytes: they must be positive");
   FLEXTP_CHECK(check_every >= 0, "checking the replicas' weights every ", check_every, " sums: use 0 or more");
   FLEXTP_CHECK(dp.size() == grid.dp && dp.rank() == grid.dp_rank, "a grid of ", grid.dp,
@@ -201,7 +201,7 @@ void GradientSync::start(Bucket& b, const std::vector<Parameter*>& params) {
     }
   }
   b.flat = flats.size() == 1 ? flats[0].clone() : concat_rows(flats);
-  b.pending = dp_.start_all_reduce(b.flat, ReduceOp::Sum);
+  b.pending = start_ ? start_(dp_, b.flat) : dp_.start_all_reduce(b.flat, ReduceOp::Sum);
 }
 
 void GradientSync::unpack(const Bucket& b, const std::vector<Parameter*>& params) const {
