@@ -120,3 +120,25 @@ TEST_CASE("gpu_check.sh without a working mpirun reports the multi-rank GPU step
   CHECK(r.output.find("nccl-one-rank: SKIPPED, no mpirun here") != std::string::npos);
   CHECK(r.output.find("every step passed") == std::string::npos);
 }
+
+TEST_CASE("the OpenMPI runtime a GPU bundle carries starts two ranks of train from a clean environment") {
+  if (test::run_command("command -v ompi_info").status != 0) {
+    MESSAGE("no OpenMPI here to pack: the bundle's MPI runtime is not checked");
+    return;
+  }
+  test::TempDir dir("bundle-mpi");
+  // A bundle of this build's train and the runtime scripts/gpu_bundle.sh packs.
+  test::Run pack = test::run_command("set -e; mkdir -p " + dir.file("bundle") + " " + dir.file("rt") + "; cp " +
+                                     test::train_binary() + " " + dir.file("bundle/train") + "; " FLEXTP_SOURCE_DIR
+                                     "/scripts/mpi_runtime.sh " + dir.file("rt/mpi") + "; tar -czf " +
+                                     dir.file("bundle/mpi-runtime.tar.gz") + " -C " + dir.file("rt") + " mpi");
+  INFO(pack.output);
+  REQUIRE(pack.status == 0);
+  test::Run r = test::run_command("bash " FLEXTP_SOURCE_DIR "/scripts/check_bundle_mpi.sh " + dir.file("bundle"));
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("mpirun: /") != std::string::npos);
+  CHECK(r.output.find("/mpi/bin/mpirun") != std::string::npos);  // the bundle's, not /usr/bin's
+  CHECK(r.output.find("step     2 | loss") != std::string::npos);
+  CHECK(r.output.find("the bundle's MPI ran two ranks") != std::string::npos);
+}
