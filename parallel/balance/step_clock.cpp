@@ -156,25 +156,30 @@ std::unique_ptr<PendingReduce> StepClock::start_all_reduce(Tensor& t, ReduceOp o
     all_reduce(t, op);
     return finished_reduce();
   }
-  return start_on(inner_, t, op, Sync::enter);
-}
-
-std::unique_ptr<PendingReduce> StepClock::start_timed(Communicator& other, Tensor& t, ReduceOp op) {
-  return start_on(other, t, op, Sync::skip);
-}
-
-std::unique_ptr<PendingReduce> StepClock::start_on(Communicator& c, Tensor& t, ReduceOp op, Sync sync) {
   std::unique_ptr<PendingReduce> inner;
   int64_t on_stream = -1;
   const double arrival = collective(
       [&] {
         if (stream_)
-          on_stream = stream_->timed([&] { inner = c.start_all_reduce(t, op); });
+          on_stream = stream_->timed([&] { inner = inner_.start_all_reduce(t, op); });
         else
-          inner = c.start_all_reduce(t, op);
+          inner = inner_.start_all_reduce(t, op);
       },
       Sync::skip);
-  return std::make_unique<TimedReduce>(*this, std::move(inner), arrival, on_stream, sync);
+  return std::make_unique<TimedReduce>(*this, std::move(inner), arrival, on_stream, Sync::enter);
+}
+
+std::unique_ptr<PendingReduce> StepClock::start_timed(Communicator& other, Tensor& t, ReduceOp op) {
+  // No segment ends here: the backward's hooks start these between its kernels, and ending a
+  // segment would stop the host for the kernels queued so far (a GPU sync per bucket). The
+  // stream time is read when the segment ends, at the wait or the next collective.
+  std::unique_ptr<PendingReduce> inner;
+  int64_t on_stream = -1;
+  if (stream_)
+    on_stream = stream_->timed([&] { inner = other.start_all_reduce(t, op); });
+  else
+    inner = other.start_all_reduce(t, op);
+  return std::make_unique<TimedReduce>(*this, std::move(inner), now(), on_stream, Sync::skip);
 }
 
 void StepClock::broadcast(Tensor& t, int root) { collective([&] { inner_.broadcast(t, root); }); }

@@ -49,8 +49,9 @@ class StepClock : public Communicator {
   // On a device stream (set_sync_gpu), the time the stream spends inside the all-reduce (NCCL's
   // kernel waiting for the other ranks) counts as waiting, not as the compute around it.
   std::unique_ptr<PendingReduce> start_all_reduce(Tensor& t, ReduceOp op) override;
-  // Another communicator's (a data-parallel group's) all-reduce, started and timed like this
-  // one's (its wait and its stream time count as waiting) but not one of this group's sync points.
+  // Another communicator's (a data-parallel group's) all-reduce: its wait and its time on the
+  // device stream count as waiting, but it is no sync point of this group, and starting it ends
+  // no compute segment (the backward starts these between its kernels, without a GPU sync).
   std::unique_ptr<PendingReduce> start_timed(Communicator& other, Tensor& t, ReduceOp op);
   void broadcast(Tensor& t, int root) override;
   void all_gather(const Tensor& in, Tensor& out) override;
@@ -101,7 +102,6 @@ class StepClock : public Communicator {
   template <typename F>
   double collective(F&& f, Sync sync = Sync::enter, double arrival = -1, const double* also_waited = nullptr);
   double now() const;
-  std::unique_ptr<PendingReduce> start_on(Communicator& c, Tensor& t, ReduceOp op, Sync sync);
   Communicator& inner_;
   SlowdownSchedule schedule_;
   double factor_ = 1.0, compute_ms_ = 0, wait_ms_ = 0, segment_start_ = 0, step_start_ = 0;
