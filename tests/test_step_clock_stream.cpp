@@ -74,7 +74,10 @@ void run_step(StepClock& clock, FakeDevice& d, Communicator* dp = nullptr) {
   std::unique_ptr<PendingReduce> sum = dp ? clock.start_timed(*dp, t, ReduceOp::Sum) : clock.start_all_reduce(t, ReduceOp::Sum);
   d.queue(3);
   d.now += 0.5;  // the host's own work, done while the stream runs
-  sum->wait();
+  if (dp)
+    clock.timed([&] { sum->wait(); });  // as GradientSync waits for a bucket
+  else
+    sum->wait();
   clock.end_segment();
 }
 
@@ -109,6 +112,9 @@ TEST_CASE("a data-parallel bucket started through the step clock: its time on th
   CHECK(clock.compute_ms() == doctest::Approx(7));
   CHECK(clock.wait_ms() == doctest::Approx(10));
   CHECK(clock.syncs().collectives() == 0);  // another group's: no sync point of the clock's own
+  // One compute segment up to the wait (the start ended none), and the empty one at the end:
+  // the wait timed twice over (the bucket's and GradientSync's) is one wait.
+  CHECK(clock.segment_ms().size() == 2);
 }
 
 TEST_CASE("the emulated straggler stretches the compute on a device stream, not the waits inside it") {

@@ -127,6 +127,16 @@ void StepClock::end_segment() {
 
 template <typename F>
 double StepClock::collective(F&& f, Sync sync, double arrival, const double* also_waited) {
+  // Inside another (the wait of a data-parallel bucket, which GradientSync times too): that one
+  // counts it, as one wait, and no empty compute segment comes between.
+  if (in_collective_) {
+    f();
+    return segment_start_;
+  }
+  struct Inside {
+    bool& flag;
+    ~Inside() { flag = false; }
+  } inside{in_collective_ = true};
   end_segment();
   const double reached = segment_start_, cpu = thread_cpu_ms();
   f();

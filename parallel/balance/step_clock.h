@@ -109,6 +109,7 @@ class StepClock : public Communicator {
   BurstMeter bursts_;
   SyncLedger syncs_;
   ReduceMethod reduce_ = ReduceMethod::AllReduce;
+  bool in_collective_ = false;
   std::unique_ptr<ComputeStream> stream_;
   std::vector<TimedReduce*> on_stream_;  // started all-reduces whose stream time is not counted yet
   std::function<double()> now_ms_;
