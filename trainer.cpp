@@ -24,7 +24,9 @@ Trainer::Trainer(const TrainOptions& o, GPT& model, Optimizer& opt, StepClock& c
     FLEXTP_CHECK(replicas_.world, "a grid of ", replicas_.grid.dp, " replicas needs the world's communicator");
     sync_ = std::make_unique<GradientSync>(*replicas_.comm, *replicas_.world, replicas_.grid, balancer_.partition(),
                                            replicas_.bucket_bytes,
-                                           [this](const std::function<void()>& f) { clock_.timed(f); });
+                                           [this](const std::function<void()>& f) { clock_.timed(f); },
+                                           GradientSync::kCheckEvery,
+                                           [this](Communicator& dp, Tensor& t) { return clock_.start_timed(dp, t, ReduceOp::Sum); });
   }
 }
 

@@ -18,4 +18,11 @@ inline bool skip_without_gpu() {
   return true;
 }
 
+// Part of a GPU case that cannot run here (no mpirun, say): said on the same line, so that no
+// run reads it as passed.
+inline void report_gpu_skip(const char* why, const char* what) {
+  std::printf("GPU cases skipped (%s): %s\n", why, what);
+  std::fflush(stdout);
+}
+
 }  // namespace flextp::test

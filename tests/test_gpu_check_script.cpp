@@ -69,3 +69,76 @@ TEST_CASE("gpu_check.sh refuses an argument it does not know") {
   CHECK(r.status == 2);
   CHECK(r.output.find("unknown argument '--quik'") != std::string::npos);
 }
+
+namespace {
+// A bundle of stand-ins for the GPU build's programs (scripts that print what the real ones
+// would) and an mpirun stand-in, so that the check's steps run here without a GPU.
+void fake_bundle(const test::TempDir& dir, const std::string& gpu_tests_output, bool mpirun_works) {
+  auto script = [&](const std::string& name, const std::string& body) {
+    std::string path = dir.write(name, "#!/bin/sh\n" + body + "\n");
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  };
+  std::filesystem::create_directories(dir.path / "bundle");
+  std::filesystem::create_directories(dir.path / "bin");
+  script("bundle/train", "echo 'step     1 | loss 3.0 | 100 tok/s'");
+  script("bundle/flextp_tests",
+         "case \"$*\" in *'on the GPU'*) printf '%s\\n' \"" + gpu_tests_output + "\" ;; esac\n"
+         "echo '[doctest] test cases: 3 | 3 passed | 0 failed'");
+  script("bundle/flextp_mpi_tests", "echo '[doctest] test cases: 1 | 1 passed | 0 failed'");
+  script("bundle/bench_train_throughput", "echo 'gpt2-124m | 1000 tok/s'");
+  dir.write("bundle/commit", "unknown\n");
+  // mpirun drops its own options and runs the program; one that does not start fails --version.
+  script("bin/mpirun", mpirun_works ? "while [ $# -gt 0 ]; do case \"$1\" in --version) echo 'mpirun (Open MPI) 4.1.4'; exit 0 ;;\n"
+                                      "  -np|-x|--bind-to) shift 2 ;; --*) shift ;; *) exec \"$@\" ;; esac; done"
+                                    : "echo 'mpirun: error while loading shared libraries' >&2; exit 127");
+}
+}  // namespace
+
+TEST_CASE("gpu_check.sh reports a step whose GPU cases skipped as SKIPPED, never as passed, and the check fails") {
+  test::TempDir dir("gpu-check-skips");
+  fake_bundle(dir, "GPU cases skipped (no mpirun here): the GPU cases of several ranks", true);
+  test::Run r = gpu_check(dir, "echo 'GPU 0: NVIDIA H200 (UUID: GPU-0)'", "--quick",
+                          "FLEXTP_GPU_BUNDLE=" + dir.file("bundle"));
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("tests-ops: passed") != std::string::npos);
+  CHECK(r.output.find("tests-gpu: SKIPPED, the log says: GPU cases skipped (no mpirun here)") != std::string::npos);
+  CHECK(r.output.find("tests-gpu: passed") == std::string::npos);
+  CHECK(r.output.find("nccl-one-rank: passed") != std::string::npos);  // under the mpirun stand-in
+  CHECK(r.output.find("SOME STEPS FAILED OR WERE SKIPPED") != std::string::npos);
+  CHECK(files_in(dir.file("out")) == std::vector<std::string>{"logs.tar.gz", "summary.txt"});
+}
+
+TEST_CASE("gpu_check.sh without a working mpirun reports the multi-rank GPU steps as SKIPPED") {
+  test::TempDir dir("gpu-check-no-mpirun");
+  fake_bundle(dir, "on the GPU, every case ran", false);
+  test::Run r = gpu_check(dir, "echo 'GPU 0: NVIDIA H200 (UUID: GPU-0)'", "--quick",
+                          "FLEXTP_GPU_BUNDLE=" + dir.file("bundle"));
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("tests-gpu: passed") != std::string::npos);
+  CHECK(r.output.find("nccl-one-rank: SKIPPED, no mpirun here") != std::string::npos);
+  CHECK(r.output.find("every step passed") == std::string::npos);
+}
+
+TEST_CASE("the OpenMPI runtime a GPU bundle carries starts two ranks of train from a clean environment") {
+  if (test::run_command("command -v ompi_info").status != 0) {
+    MESSAGE("no OpenMPI here to pack: the bundle's MPI runtime is not checked");
+    return;
+  }
+  test::TempDir dir("bundle-mpi");
+  // A bundle of this build's train and the runtime scripts/gpu_bundle.sh packs.
+  test::Run pack = test::run_command("set -e; mkdir -p " + dir.file("bundle") + " " + dir.file("rt") + "; cp " +
+                                     test::train_binary() + " " + dir.file("bundle/train") + "; " FLEXTP_SOURCE_DIR
+                                     "/scripts/mpi_runtime.sh " + dir.file("rt/mpi") + "; tar -czf " +
+                                     dir.file("bundle/mpi-runtime.tar.gz") + " -C " + dir.file("rt") + " mpi");
+  INFO(pack.output);
+  REQUIRE(pack.status == 0);
+  test::Run r = test::run_command("bash " FLEXTP_SOURCE_DIR "/scripts/check_bundle_mpi.sh " + dir.file("bundle"));
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("mpirun: /") != std::string::npos);
+  CHECK(r.output.find("/mpi/bin/mpirun") != std::string::npos);  // the bundle's, not /usr/bin's
+  CHECK(r.output.find("step     2 | loss") != std::string::npos);
+  CHECK(r.output.find("the bundle's MPI ran two ranks") != std::string::npos);
+}

@@ -1,12 +1,35 @@
 #include "parallel/comm/rank_agreement.h"
 
+#include <cstring>
+
 #include "core/error.h"
 
 namespace flextp {
 
+namespace {
+constexpr uint64_t kFnvPrime = 0x100000001b3ull, kMul1 = 0x9e3779b97f4a7c15ull, kMul2 = 0xc2b2ae3d27d4eb4full;
+uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+// One 8-byte word into a lane: every step is invertible, so a word that differs changes the lane.
+uint64_t round(uint64_t lane, uint64_t word) { return rotl(lane + word * kMul2, 31) * kMul1; }
+}  // namespace
+
 uint64_t fingerprint(const void* bytes, size_t n, uint64_t hash) {
   const unsigned char* p = static_cast<const unsigned char*>(bytes);
-  for (size_t i = 0; i < n; ++i) hash = (hash ^ p[i]) * 0x100000001b3ull;
+  size_t i = 0;
+  // 32-byte blocks in four lanes of 8-byte words: the lanes' multiplications overlap, several
+  // bytes a cycle where FNV-1a's one chain of multiplies took a few cycles a byte (the replicas'
+  // weight check hashes every weight and optimizer slot: 1.5 GB for GPT-2 small).
+  if (n >= 32) {
+    uint64_t lane[4] = {hash ^ kMul1, hash ^ kMul2, hash + kMul1, hash - kMul2};
+    for (; i + 32 <= n; i += 32)
+      for (int k = 0; k < 4; ++k) {
+        uint64_t word;
+        std::memcpy(&word, p + i + 8 * k, sizeof word);
+        lane[k] = round(lane[k], word);
+      }
+    for (uint64_t l : lane) hash = rotl(hash ^ round(0, l), 27) * kMul1 + kMul2;
+  }
+  for (; i < n; ++i) hash = (hash ^ p[i]) * kFnvPrime;  // the tail, FNV-1a
   return hash;
 }
 

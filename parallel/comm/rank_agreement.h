@@ -10,7 +10,8 @@
 
 namespace flextp {
 
-// FNV-1a, 64 bits; `hash` continues an earlier one.
+// 64 bits of `n` bytes: 32-byte blocks in four lanes of multiply-rotate rounds, the tail by
+// FNV-1a. `hash` continues an earlier one (the same bytes in the same pieces, the same hash).
 uint64_t fingerprint(const void* bytes, size_t n, uint64_t hash = 0xcbf29ce484222325ull);
 inline uint64_t fingerprint(const std::string& s, uint64_t hash = 0xcbf29ce484222325ull) {
   return fingerprint(s.data(), s.size(), hash);

@@ -39,9 +39,9 @@ int64_t ring_share(int64_t bytes, int d) { return 2 * (d - 1) * bytes / d; }
 
 GradientSync::GradientSync(Communicator& dp, Communicator& world, const Grid& grid, const Partition& initial,
                            int64_t bucket_bytes, std::function<void(const std::function<void()>&)> timed,
-                           int64_t check_every)
+                           int64_t check_every, StartReduce start)
     : dp_(dp), world_(world), grid_(grid), partitions_(grid, initial), bucket_bytes_(bucket_bytes),
-      check_every_(check_every), timed_(std::move(timed)) {
+      check_every_(check_every), timed_(std::move(timed)), start_(std::move(start)) {
   FLEXTP_CHECK(bucket_bytes > 0, "gradient buckets of ", bucket_bytes, " bytes: they must be positive");
   FLEXTP_CHECK(check_every >= 0, "checking the replicas' weights every ", check_every, " sums: use 0 or more");
   FLEXTP_CHECK(dp.size() == grid.dp && dp.rank() == grid.dp_rank, "a grid of ", grid.dp,
@@ -150,18 +150,30 @@ std::vector<GradientSync::Bucket> GradientSync::plan(const std::vector<Parameter
     if (piece.elems > 0) pieces.push_back(piece);
   }
   // Buckets: consecutive pieces of one dtype and device, up to bucket_bytes_ (a larger piece alone).
-  std::vector<Bucket> buckets;
-  for (const Piece& piece : pieces) {
-    const Tensor& v = params[piece.param]->value;
-    const int64_t bytes = piece.elems * static_cast<int64_t>(dtype_size(v.dtype()));
-    if (buckets.empty() || buckets.back().dtype != v.dtype() || !(buckets.back().device == v.device()) ||
-        buckets.back().bytes + bytes > bucket_bytes_) {
-      buckets.emplace_back();
-      buckets.back().dtype = v.dtype(), buckets.back().device = v.device();
+  // The replicated parameters' pieces fill buckets of their own, first in the list (so started
+  // last): their layout then follows from the parameters alone, the same on every slot. A
+  // reduction whose order of summation depends on an element's offset (a ring's chunks, as in
+  // NCCL) gives every tensor rank of a replica the same bits of a replicated gradient only if the
+  // element sits at the same offset of the same bucket on every slot; else, with three or more
+  // replicas, the replicated weights drift apart between a replica's tensor ranks.
+  auto fill = [&](bool replicated) {
+    std::vector<Bucket> buckets;
+    for (const Piece& piece : pieces) {
+      if (params[piece.param]->replicated() != replicated) continue;
+      const Tensor& v = params[piece.param]->value;
+      const int64_t bytes = piece.elems * static_cast<int64_t>(dtype_size(v.dtype()));
+      if (buckets.empty() || buckets.back().dtype != v.dtype() || !(buckets.back().device == v.device()) ||
+          buckets.back().bytes + bytes > bucket_bytes_) {
+        buckets.emplace_back();
+        buckets.back().dtype = v.dtype(), buckets.back().device = v.device();
+      }
+      Bucket& b = buckets.back();
+      b.pieces.push_back(piece), b.elems += piece.elems, b.bytes += bytes;
     }
-    Bucket& b = buckets.back();
-    b.pieces.push_back(piece), b.elems += piece.elems, b.bytes += bytes;
-  }
+    return buckets;
+  };
+  std::vector<Bucket> buckets = fill(true), units = fill(false);
+  for (Bucket& b : units) buckets.push_back(std::move(b));
   return buckets;
 }
 
@@ -189,7 +201,7 @@ void GradientSync::start(Bucket& b, const std::vector<Parameter*>& params) {
     }
   }
   b.flat = flats.size() == 1 ? flats[0].clone() : concat_rows(flats);
-  b.pending = dp_.start_all_reduce(b.flat, ReduceOp::Sum);
+  b.pending = start_ ? start_(dp_, b.flat) : dp_.start_all_reduce(b.flat, ReduceOp::Sum);
 }
 
 void GradientSync::unpack(const Bucket& b, const std::vector<Parameter*>& params) const {

@@ -12,7 +12,9 @@
 //     in every replica), by an all-reduce over the data-parallel group of the slot: each rank
 //     packs its agreeing units' rows in unit-id order (not its local order, which depends on its
 //     migration and resizing history), in flat buckets of about `bucket_bytes` (in parameter
-//     order, one dtype and device per bucket);
+//     order, one dtype and device per bucket). The replicated parameters fill buckets of their
+//     own, laid out alike on every slot, so that a reduction whose order depends on an element's
+//     offset (NCCL's ring) still gives every tensor rank the same bits of them;
 //   - the units on which they differ, by an exchange between their holders over the world's
 //     ranks: the holder in the unit's root replica receives the others' rows, adds the parts in
 //     replica order (so every replica gets the same bits) and sends the sum back. Per unit that
@@ -81,10 +83,14 @@ class GradientSync {
   // replica's, and checks that their weights agree). `timed` runs each collective (e.g. through
   // the step clock, so that waiting for a slower replica counts as waiting); by default it just
   // runs it. `check_every`: sums between checks that the replicas' weights agree (0: only when a
-  // partition changes).
+  // partition changes). `start` starts a bucket's all-reduce over `dp` (e.g. through the step
+  // clock, StepClock::start_timed, so that on a GPU the time NCCL's kernel holds the stream
+  // counts as waiting); by default dp.start_all_reduce.
+  using StartReduce = std::function<std::unique_ptr<PendingReduce>(Communicator&, Tensor&)>;
+  static constexpr int64_t kCheckEvery = 100;
   GradientSync(Communicator& dp, Communicator& world, const Grid& grid, const Partition& initial,
                int64_t bucket_bytes = 25 << 20, std::function<void(const std::function<void()>&)> timed = {},
-               int64_t check_every = 100);
+               int64_t check_every = kCheckEvery, StartReduce start = {});
   // Before the step's last backward: plans the buckets from the last sum (none before the first)
   // and arms leaf_hook, which starts each bucket's all-reduce once its gradients are final. Then
   // end_backward, after that backward (whether or not it ran), starts the buckets not yet
@@ -112,6 +118,7 @@ class GradientSync {
   ReplicaPartitions partitions_;
   int64_t bucket_bytes_, check_every_, sums_ = 0;
   std::function<void(const std::function<void()>&)> timed_;
+  StartReduce start_;
   GradientSyncStats stats_;
   // A bucket: gradient rows of consecutive parameters (one dtype and device), flat.
   struct Piece {

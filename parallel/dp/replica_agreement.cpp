@@ -32,36 +32,42 @@ uint64_t hash_rows(const Tensor& host, int64_t first, int64_t rows, uint64_t has
 }  // namespace
 
 void check_replica_weights(Communicator& world, const Grid& grid, const std::vector<Parameter*>& params) {
-  if (grid.dp == 1) return;
+  if (grid.world() == 1) return;
   FLEXTP_CHECK(world.size() == grid.world() && world.rank() == grid.world_rank(),
                "the replicas' weights are compared over the world's ", grid.world(), " ranks, not ", world.size());
   NoGradGuard ng;
-  // One entry per unit of every group and per replicated parameter, in each replica's block: a
-  // 52-bit hash (exact in a double) that only the rank holding it writes, so the world's sum is
-  // every replica's hashes.
+  // One entry per unit of every group and per replicated parameter and tensor rank (every
+  // tensor rank keeps its own copy of a replicated parameter), in each replica's block: a 52-bit
+  // hash (exact in a double) that only the rank holding it writes, so that the world's sum is
+  // every rank's hashes.
   std::vector<std::string> names;  // what each entry is, for the message
+  std::vector<int64_t> reference;  // the entry each must equal in replica 0's block
   std::map<std::string, int64_t> base;
+  std::map<const Parameter*, int64_t> copies;  // a replicated parameter's entry on tensor rank 0
   for (const Parameter* p : params) {
     if (p->replicated()) {
-      names.push_back(p->name);
+      copies[p] = static_cast<int64_t>(names.size());
+      for (int r = 0; r < grid.tp; ++r) {
+        names.push_back(p->name + (grid.tp > 1 ? " on tensor rank " + std::to_string(r) : std::string()));
+        reference.push_back(copies[p]);
+      }
     } else if (!base.count(p->group().name)) {
       base[p->group().name] = static_cast<int64_t>(names.size());
-      for (int64_t u = 0; u < p->group().units; ++u)
+      for (int64_t u = 0; u < p->group().units; ++u) {
+        reference.push_back(static_cast<int64_t>(names.size()));
         names.push_back("unit " + std::to_string(u) + " of " + p->group().name);
+      }
     }
   }
   const int64_t n = static_cast<int64_t>(names.size());
   std::vector<uint64_t> hash(n, 0xcbf29ce484222325ull);
   std::vector<char> mine(n, 0);
-  int64_t next_replicated = 0;
   for (const Parameter* p : params) {
     std::vector<Tensor> tensors{p->value.detach().to(Device::cpu())};
     for (const auto& [slot, t] : p->state)  // a slot of another shape is stale: the optimizer remakes it
       if (t.shape() == p->value.shape()) tensors.push_back(t.detach().to(Device::cpu()));
     if (p->replicated()) {
-      while (names[next_replicated] != p->name) ++next_replicated;
-      int64_t at = next_replicated++;
-      if (grid.tp_rank != 0) continue;
+      const int64_t at = copies.at(p) + grid.tp_rank;
       mine[at] = 1;
       for (const Tensor& t : tensors) hash[at] = fingerprint(t.raw(), t.nbytes(), hash[at]);
       continue;
@@ -81,15 +87,18 @@ void check_replica_weights(Communicator& world, const Grid& grid, const std::vec
   world.all_reduce(all, ReduceOp::Sum);
   std::string differ;
   int64_t count = 0;
-  for (int64_t i = 0; i < n; ++i)
-    for (int d = 1; d < grid.dp; ++d)
-      if (h[d * n + i] != h[i]) {
+  for (int64_t i = 0; i < n; ++i) {
+    // A unit equals replica 0's; every copy of a replicated parameter, replica 0's on tensor rank 0.
+    for (int d = 0; d < grid.dp; ++d)
+      if (h[d * n + i] != h[reference[i]]) {
         if (++count <= 3) differ += (differ.empty() ? "" : "; ") + names[i] + " (replica " + std::to_string(d) + ")";
         break;
       }
+  }
   FLEXTP_CHECK(count == 0, "the data-parallel replicas have diverged: ", count,
-               " unit(s) or replicated parameter(s) differ from replica 0's, e.g. ", differ,
-               ". Every replica must apply the same update to every unit (a bug in the gradient sum or the optimizer)");
+               " unit(s) or replicated parameter(s) differ from replica 0's (tensor rank 0's), e.g. ", differ,
+               ". Every replica must apply the same update to every unit, and every tensor rank to its copy of a "
+               "replicated parameter (a bug in the gradient sum or the optimizer)");
 }
 
 }  // namespace flextp

@@ -21,9 +21,9 @@ namespace flextp {
 void share_comm_model(Communicator& dp, CommCostModel& model);
 
 // Collective over the world's ranks (in world-rank order, `grid` this rank's place): throws on
-// every rank unless each unit's weights and optimizer state, and each replicated parameter,
-// are bitwise the same in every replica (wherever each replica keeps the unit), naming the
-// first units that differ.
+// every rank unless each unit's weights and optimizer state are bitwise the same in every
+// replica (wherever each replica keeps the unit), and each replicated parameter's on every rank
+// (every tensor rank of every replica keeps a copy), naming the first that differ.
 void check_replica_weights(Communicator& world, const Grid& grid, const std::vector<Parameter*>& params);
 
 }  // namespace flextp

@@ -3,6 +3,7 @@
 // loss and every gradient (and the clipping norm) of one process on the whole batch, in f64.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <memory>
 
 #include "core/autograd.h"
@@ -101,7 +102,8 @@ TEST_CASE("one bucket or many, the data-parallel sum is the same, and a gradient
     GradientSync sync(*g.dp, world, g.grid, all, bucket);
     sync.sum(params, all);
     CHECK(!params.back()->grad().defined());
-    CHECK(sync.stats().buckets == (bucket == 1 ? static_cast<int64_t>(params.size()) - 1 : 1));
+    // Large buckets: one for the replicated parameters, laid out alike on every slot, one for the units.
+    CHECK(sync.stats().buckets == (bucket == 1 ? static_cast<int64_t>(params.size()) - 1 : 2));
     for (size_t i = 0; i + 1 < params.size(); ++i) sums[k].push_back(params[i]->grad().to_vector<double>());
     ++k;
   }
@@ -136,5 +138,24 @@ TEST_CASE("replicas whose weights differ stop with a clear error, all of them") 
         break;
       }
     CHECK_THROWS_WITH_AS(check_replica_weights(world, g.grid, params), doctest::Contains("replicas have diverged"), Error);
+  }
+}
+
+TEST_CASE("a replicated parameter that differs between a replica's tensor ranks stops the run, naming the rank") {
+  Communicator& world = test::world();
+  for (int tp : grids(world.size())) {
+    if (tp == 1) continue;
+    GridComms g = grid_of(tp);
+    INFO(g.grid.str());
+    GPTConfig c = test::tiny_config(DType::F32);
+    GPT model(c, LocalUnits::of_rank(c, Partition::even(unit_groups(c), tp), g.grid.tp_rank), g.tp_or_null());
+    std::vector<Parameter*> params = model.parameters();
+    CHECK_NOTHROW(check_replica_weights(world, g.grid, params));
+    // The last tensor rank of the last replica: its copy of ln_f's weight, one bit off.
+    for (Parameter* q : params)
+      if (q->name == "ln_f.weight" && g.grid.dp_rank == g.grid.dp - 1 && g.grid.tp_rank == tp - 1)
+        q->value.data<float>()[3] = std::nextafter(q->value.data<float>()[3], 2.0f);
+    CHECK_THROWS_WITH_AS(check_replica_weights(world, g.grid, params),
+                         doctest::Contains(("ln_f.weight on tensor rank " + std::to_string(tp - 1)).c_str()), Error);
   }
 }
