@@ -19,6 +19,7 @@
 #include "trainer.h"
 #include "core/autograd.h"
 #include "core/cuda/cuda_runtime_api.h"
+#include "core/denormals.h"
 #include "core/device_choice.h"
 #include "core/text_fields.h"
 #include "data/batches.h"
@@ -280,7 +281,10 @@ void print_run_header(TrainLog& log, const TrainOptions& o, const GPTConfig& c, 
   log.say("flextp: %s, %lld parameters, %lld train / %lld val tokens, batch %lld x %lld, on %s%s\n", c.str().c_str(),
           (long long)parameters, (long long)corpus.train.size(), (long long)corpus.val.size(), (long long)o.batch,
           (long long)o.seq_len, device.str().c_str(),
-          !device.is_cuda() ? "" : o.bf16 ? " (bf16 matmuls)" : o.tf32 ? " (TF32 matmuls)" : "");
+          !device.is_cuda() ? (denormals_flushed() ? " (denormals flushed to zero)" : "")
+          : o.bf16          ? " (bf16 matmuls)"
+          : o.tf32          ? " (TF32 matmuls)"
+                            : "");
   log.say("unigram entropy of the training tokens: %.4f nats (a context-free model's loss)\n",
           unigram_entropy(corpus.train));
 }
@@ -292,6 +296,7 @@ void print_run_header(TrainLog& log, const TrainOptions& o, const GPTConfig& c, 
 int run(const TrainOptions& options, const CLI::App& app, Communicator& world, Device device,
         const std::function<std::unique_ptr<Communicator>(int color)>& split) {
   TrainOptions o = options;
+  flush_denormals();  // on this thread and OpenMP's (core/denormals.h)
   if (!o.load.empty() && !o.eval_only) o.seed = resumed_seed(o, app);
   // The grid: replicas of tp consecutive ranks. One replica (the default) uses the world as it is.
   const Grid grid = with_flag("--tp", [&] { return Grid::of(world.size(), world.rank(), static_cast<int>(o.tp)); });
