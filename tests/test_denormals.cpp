@@ -137,10 +137,16 @@ AdamWRun adamw_on_tiny_gradients() {
 TEST_CASE("flush_denormals sets FTZ and DAZ on the calling thread and every OpenMP thread, and clears them") {
   FlushRestore restore;
   Threads threads(3);  // more than one thread even on a one-core machine
-  if (!flush_denormals(true)) {
+  if (!flush_denormals(false)) {
     MESSAGE("no FTZ/DAZ on this CPU: nothing to check");
     return;
   }
+  // Off first: the pool's threads then exist before the switch is turned on (threads started later
+  // would inherit it from the main thread and hide a switch set on the main thread only).
+  CHECK_FALSE(this_thread_flushes());
+  CHECK(threads_flushing() == 0);
+  CHECK_FALSE(denormals_flushed());
+  flush_denormals(true);
   CHECK(this_thread_flushes());
   CHECK(threads_flushing() == 3);
   CHECK(denormals_flushed());
@@ -149,9 +155,7 @@ TEST_CASE("flush_denormals sets FTZ and DAZ on the calling thread and every Open
     CHECK(threads_flushing() == 5);
   }
   flush_denormals(false);
-  CHECK_FALSE(this_thread_flushes());
   CHECK(threads_flushing() == 0);
-  CHECK_FALSE(denormals_flushed());
 }
 
 TEST_CASE("training computes the same with denormals flushed, to f32 rounding") {
