@@ -21,6 +21,7 @@
 #include "trainer.h"
 #include "core/autograd.h"
 #include "core/cuda/cuda_runtime_api.h"
+#include "core/denormals.h"
 #include "core/device_choice.h"
 #include "core/temp_files.h"
 #include "core/text_fields.h"
@@ -306,7 +307,10 @@ void print_run_header(TrainLog& log, const TrainOptions& o, const GPTConfig& c, 
   log.say("flextp: %s, %lld parameters, %lld train / %lld val tokens, batch %lld x %lld, on %s%s\n", c.str().c_str(),
           (long long)parameters, (long long)corpus.train.size(), (long long)corpus.val.size(), (long long)o.batch,
           (long long)o.seq_len, device.str().c_str(),
-          !device.is_cuda() ? "" : o.bf16 ? " (bf16 matmuls)" : o.tf32 ? " (TF32 matmuls)" : "");
+          !device.is_cuda() ? (denormals_flushed() ? " (denormals flushed to zero)" : "")
+          : o.bf16          ? " (bf16 matmuls)"
+          : o.tf32          ? " (TF32 matmuls)"
+                            : "");
   log.say("unigram entropy of the training tokens: %.4f nats (a context-free model's loss)\n",
           unigram_entropy(corpus.train));
 }
@@ -318,6 +322,7 @@ void print_run_header(TrainLog& log, const TrainOptions& o, const GPTConfig& c, 
 int run(const TrainOptions& options, const CLI::App& app, Communicator& world, Device device,
         const std::function<std::unique_ptr<Communicator>(int color)>& split) {
   TrainOptions o = options;
+  flush_denormals();  // on this thread and OpenMP's (core/denormals.h)
   if (world.rank() == 0) {  // the one rank that writes files: before anything else, not at the end
     if (!o.save.empty()) check_checkpoint_path(o.save, "--save");
     if (!o.export_hf.empty()) check_export_dir(o.export_hf, "--export-hf");

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """The PyTorch side of bench/train_throughput: the same GPT (tied LM head, tanh GELU,
 pre-LayerNorm, AdamW lr 1e-4 betas 0.9/0.999 eps 1e-8, position table sized to T), trained on
-random tokens. Prints one JSON line: tokens/s (median over the timed steps) and peak memory (RSS
-on the CPU, allocated device memory on a GPU).
+random tokens. Prints one JSON line: tokens/s (median over the timed steps), peak memory (RSS
+on the CPU, allocated device memory on a GPU) and whether denormal floats are flushed to zero.
+
+Denormals are flushed (torch.set_flush_denormal), as flextp flushes them: without it PyTorch's CPU
+AdamW meets denormal floats, which the CPU computes in microcode at a fraction of its speed, and the
+comparison would measure that artefact rather than the training (issue 28: 4x on GPT-2 small).
 
 usage: torch_gpt.py VOCAB T LAYERS HEADS EMBD BATCH THREADS [STEPS WARMUP [DEVICE PRECISION]]
   DEVICE cpu or cuda; PRECISION fp32, tf32 (matmuls and convolutions on TF32 tensor cores) or bf16
@@ -61,13 +65,24 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
+def flushes_on_every_thread():
+    """Whether a product below f32's normal range comes out 0 in every thread's share of a tensor."""
+    tiny = torch.full((1 << 20,), 1e-30) * 1e-10
+    return bool((tiny.view(torch.int32) == 0).all())
+
+
 def main():
     vocab, t, layers, heads, c, batch, threads = (int(a) for a in sys.argv[1:8])
     steps = int(sys.argv[8]) if len(sys.argv) > 8 else 20
     warmup = int(sys.argv[9]) if len(sys.argv) > 9 else 3
     device = sys.argv[10] if len(sys.argv) > 10 else "cpu"
     precision = sys.argv[11] if len(sys.argv) > 11 else "fp32"
+    # First, before any thread starts: torch.set_flush_denormal sets the calling thread only, and
+    # OpenMP's threads take the main thread's FTZ/DAZ when they are created (set later, only the
+    # main thread's share of each op is flushed).
+    torch.set_flush_denormal(True)
     torch.set_num_threads(threads)
+    flushed = flushes_on_every_thread()
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     torch.backends.cudnn.allow_tf32 = precision == "tf32"
     torch.manual_seed(0)
@@ -95,7 +110,8 @@ def main():
     else:
         peak_mb = torch.cuda.max_memory_allocated() / 1048576
     print(json.dumps({"torch": torch.__version__, "tokens_per_s": batch * t / median,
-                      "ms_per_step": median * 1000, "peak_mb": peak_mb}))
+                      "ms_per_step": median * 1000, "peak_mb": peak_mb,
+                      "flush_denormal": flushed}))
 
 
 if __name__ == "__main__":

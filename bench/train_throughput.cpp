@@ -23,6 +23,7 @@
 #include "bench/timer.h"
 #include "core/allocator.h"
 #include "core/cuda/cuda_runtime_api.h"
+#include "core/denormals.h"
 #include "core/device_choice.h"
 #include "core/parallel_for.h"
 #include "core/random.h"
@@ -72,6 +73,7 @@ double peak_tflops(MatmulPrecision precision) {
 // Trains one config in this process; prints a JSON line.
 int run_one(const BenchConfig& b, int steps, int warmup, Device device, MatmulPrecision precision,
             const std::string& attention) {
+  flush_denormals();  // as train does
   GPTConfig c;
   c.vocab_size = b.vocab, c.n_positions = b.seq, c.n_layer = b.layers, c.n_head = b.heads;
   c.n_embd = b.embd;
@@ -220,7 +222,7 @@ int main(int argc, char** argv) {
                 "against the H200's %.1f TFLOP/s (%s, dense)\n",
                 device.str().c_str(), precision.c_str(), steps, warmup, peak_tflops(matmuls), precision.c_str());
   else
-    std::printf("flextp train throughput: float32, %d threads, median of %d steps after %d warm-up; MFU "
+    std::printf("flextp train throughput: float32, %d threads (denormals flushed to zero), median of %d steps after %d warm-up; MFU "
                 "against the measured f32 FMA peak, %.1f GFLOP/s (%s, %d threads)\n",
                 threads, steps, warmup, cpu_peak.gflops, cpu_peak.isa.c_str(), cpu_peak.threads);
   if (!gpu)
@@ -233,6 +235,7 @@ int main(int argc, char** argv) {
   std::stringstream names(configs);
   std::string name;
   int failures = 0;
+  bool torch_flushed = false;  // whether PyTorch's runs flushed denormals (bench/torch_gpt.py does)
   while (std::getline(names, name, ',')) {
     const BenchConfig* c = find(name);
     if (!c) {
@@ -257,6 +260,7 @@ int main(int argc, char** argv) {
           << threads << " " << steps << " " << warmup << " " << (gpu ? "cuda" : "cpu") << " " << precision;
       their_run = run_json(cmd.str());
       theirs = their_run.json;
+      if (theirs.is_object()) torch_flushed = theirs.value("flush_denormal", false);
     }
     double a = ours.is_object() ? ours["tokens_per_s"].get<double>() : 0;
     double b = theirs.is_object() ? theirs["tokens_per_s"].get<double>() : 0;
@@ -289,7 +293,8 @@ int main(int argc, char** argv) {
   }
   if (!python.empty()) {
     nlohmann::json v = run_json(python + " -c 'import torch, json; print(json.dumps({\"v\": torch.__version__}))'").json;
-    std::printf("PyTorch: %s (%s)\n", v.is_object() ? v["v"].get<std::string>().c_str() : "?", python.c_str());
+    std::printf("PyTorch: %s (%s), denormals %s\n", v.is_object() ? v["v"].get<std::string>().c_str() : "?",
+                python.c_str(), torch_flushed ? "flushed to zero" : "NOT flushed (torch.set_flush_denormal failed)");
   } else {
     std::printf("PyTorch: %s\n", no_torch ? "skipped (--no-torch)" : "not found: install python3-torch and libopenblas0-openmp for the comparison");
   }

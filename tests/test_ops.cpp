@@ -253,6 +253,21 @@ TEST_CASE("attention: gradient, f32, zero heads, bad shapes") {
                        Error);
 }
 
+TEST_CASE("attention over several causal blocks (T 70: 32, 32 and 6 rows): f32 against f64, values and gradients") {
+  // The CPU kernel skips the blocks above the diagonal, and runs f32 on the packed GEMM, f64 on Eigen.
+  Tensor x64 = leaf({2, 70, 2 * 3 * 8}, 9);
+  test::check_values(attention(x64, 2), reference_attention(x64, 2), 1e-12);
+  Tensor x32 = to_f32({x64})[0];
+  Tensor g = Tensor::randn({2, 70, 2 * 8}, 10, 0, 0, 1, DType::F64);
+  Tensor y64 = attention(x64, 2), y32 = attention(x32, 2);
+  sum(mul(y64, g)).backward();
+  sum(mul(y32, g.to(DType::F32))).backward();
+  test::check_close(y32, y64, 1e-5);
+  test::check_close(x32.grad(), x64.grad(), 1e-4);
+  auto f = [](const In& in) { return attention(in[0], 1); };
+  check_gradients(f, {leaf({1, 40, 3 * 2}, 11)});  // two blocks, the second ragged, in f64
+}
+
 namespace {
 // |a - b| / |b| over all elements: bf16 rounding shows as a relative error near 1e-3.
 double relative_error(const Tensor& a, const Tensor& b) {

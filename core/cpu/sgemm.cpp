@@ -335,7 +335,11 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, in
   // rectangle of C. The split is made from the threads that really run (1 inside an outer
   // parallel region), never from the number asked for.
   const bool threaded = static_cast<double>(m) * n * k > 2e6;
-#pragma omp parallel if (threaded)
+  if (!threaded) {  // without entering OpenMP at all: attention calls this for each of its small blocks
+    gemm_block(ta, tb, k, a, lda, b, ldb, c, ldc, accumulate, thread_block(m, n, 0, 1));
+    return;
+  }
+#pragma omp parallel
   {
     int tid = 0, threads = 1;
 #ifdef _OPENMP
