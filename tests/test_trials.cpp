@@ -123,6 +123,20 @@ TEST_CASE("trials: a verdict across new speeds is inconclusive (no backoff); a c
   CHECK(r.recent_ms() == doctest::Approx(100));
 }
 
+TEST_CASE("trials: a move decided on the first steps of a slowdown is judged against them, not the steps before") {
+  Trials t;
+  feed(t, 5, 80);
+  feed(t, 1, 190);  // rank 1 slows down; the smoothed speeds have not moved much yet
+  t.start(Change::move, 0.1, "even", "2:1");
+  CHECK(t.before_ms() == doctest::Approx(190));
+  CHECK(feed(t, static_cast<int>(window(t.options())), 130) == "kept");
+  Trials jitter;  // steps within 25% of each other are one level: their median
+  feed(jitter, 1, 500);  // start-up, unmeasured
+  for (double ms : {100.0, 110.0, 90.0, 105.0}) feed(jitter, 1, ms);
+  jitter.start(Change::move, 0.1, "even", "2:1");
+  CHECK(jitter.before_ms() == doctest::Approx(102.5));
+}
+
 TEST_CASE("trials: a resize is judged against the last step alone; tries wait for steady speeds") {
   Trials t;
   feed(t, 5, 100);

@@ -14,6 +14,10 @@ double Trials::median_ms(std::vector<double> ms) {
   return n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
 }
 
+namespace {
+constexpr double kSameLevel = 0.25;  // steps within 25% of the last are at its level
+}  // namespace
+
 Trials::Trials(TrialOptions o) : o_(o) {
   FLEXTP_CHECK(o_.measure >= 1 && o_.baseline >= 1 && o_.settle >= 0, "trials: measure and baseline need >= 1 step");
   FLEXTP_CHECK(o_.backoff_first >= 1 && o_.backoff_max >= o_.backoff_first, "trials: bad backoff");
@@ -100,7 +104,12 @@ void Trials::start(Change c, double predicted_gain, const std::string& from, con
   from_ = from;
   to_ = to;
   before_ = recent_;
-  before_ms_ = c == Change::resize ? recent_.back() : median_ms(recent_);
+  // The steps at the level of the last one: a policy that acts on the first steps of a slowdown
+  // must be judged against them, not against the faster steps before it began.
+  std::vector<double> level;
+  for (auto it = recent_.rbegin(); it != recent_.rend() && std::abs(*it / recent_.back() - 1) <= kSameLevel; ++it)
+    level.push_back(*it);
+  before_ms_ = c == Change::resize ? recent_.back() : median_ms(level);
   start_shares_ = shares_;
   worse_.erase(to);
   after_.clear();

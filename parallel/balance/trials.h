@@ -56,7 +56,9 @@ class Trials {
   // A change made after this step, from configuration `from` to `to` (keys that name them, e.g.
   // partitions' text), predicted to save this share of the step. A move is compared with the
   // median of the recent steps that ran every unit of the partition (the full work it
-  // replaces, never a resized step); a resize, which reacts to the last step alone, with it.
+  // replaces, never a resized step) at the level of the last one (within 25%: a slowdown that
+  // began in the last steps leaves the faster steps before it out); a resize, which reacts to
+  // the last step alone, with it.
   void start(Change c, double predicted_gain, const std::string& from, const std::string& to);
   // The change under trial ended by itself (a resizing policy restored every unit): no verdict.
   void cancel();
