@@ -127,4 +127,14 @@ void write_hf_gpt2_tokenizer(const std::string& dir, const std::string& gpt2_dir
   write_file_atomic(dir + "/tokenizer_config.json", config.dump(2) + "\n");
 }
 
+std::unique_ptr<GPT> load_weights_only(const std::string& path) {
+  const bool hf_dir = std::filesystem::is_directory(path);
+  auto model = std::make_unique<GPT>(hf_dir ? read_hf_config(path) : read_checkpoint_config(path));
+  if (hf_dir)
+    import_hf(path, *model);
+  else
+    load_checkpoint(path, *model, nullptr);
+  return model;
+}
+
 }  // namespace flextp

@@ -3,6 +3,7 @@
 // that transformers saved (config.json + model.safetensors, e.g. GPT2LMHeadModel.save_pretrained
 // or a download of "gpt2") into a flextp model at any partition, to train or fine-tune from; and
 // the tokenizer files an export of a GPT-2-vocabulary model carries.
+#include <memory>
 #include <string>
 
 #include "nn/gpt.h"
@@ -20,6 +21,10 @@ GPTConfig read_hf_config(const std::string& dir);
 // lm_head.weight must equal wte.weight (flextp ties them). Every weight must be there, f32, with
 // GPT-2's shape.
 void import_hf(const std::string& dir, GPT& model);
+
+// The weights alone (no optimizer state) of a flextp checkpoint or, when `path` is a directory, of
+// a Hugging Face GPT-2 directory, in a model of one process built to their shape.
+std::unique_ptr<GPT> load_weights_only(const std::string& path);
 
 // DIR/vocab.json and DIR/merges.txt (GPT-2's encoder.json and vocab.bpe from `gpt2_dir`, as they
 // are) and DIR/tokenizer_config.json, which transformers' GPT2Tokenizer (and AutoTokenizer) load.

@@ -45,13 +45,9 @@ int main(int argc, char** argv) {
                    "--ids: every row needs the same, non-zero number of ids");
     }
     FLEXTP_CHECK(!rows.empty(), "--ids is empty");
-    const bool hf_dir = std::filesystem::is_directory(load);
-    GPTConfig c = hf_dir ? read_hf_config(load) : read_checkpoint_config(load);
-    GPT model(c);
-    if (hf_dir)
-      import_hf(load, model);
-    else
-      load_checkpoint(load, model, nullptr);
+    std::unique_ptr<GPT> loaded = load_weights_only(load);
+    GPT& model = *loaded;
+    const GPTConfig& c = model.config();
     model.set_training(false);
     std::vector<int32_t> flat;
     for (const auto& r : rows) {

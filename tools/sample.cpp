@@ -42,12 +42,9 @@ int main(int argc, char** argv) {
   if (std::optional<int> status = parse_flags(app, argc, argv, "flextp-sample")) return *status;
   try {
     const bool hf_dir = std::filesystem::is_directory(load);
-    GPTConfig c = hf_dir ? read_hf_config(load) : read_checkpoint_config(load);
-    GPT model(c);
-    if (hf_dir)
-      import_hf(load, model);
-    else
-      load_checkpoint(load, model, nullptr);
+    std::unique_ptr<GPT> loaded = load_weights_only(load);
+    GPT& model = *loaded;
+    const GPTConfig& c = model.config();
     if (tokenizer.empty()) {
       std::map<std::string, std::string> extra = hf_dir ? std::map<std::string, std::string>{} : read_checkpoint_extra(load);
       auto recorded = extra.find("tokenizer");
