@@ -10,10 +10,12 @@ the oracle and the even split; with --repeat N every cell is the median of N run
 (each round runs every split and policy once before the next round starts).
 
 usage: bench/oracle.py [--cases emulated2,emulated3,contend1,contend2,duty50,duty20,late2]
-                       [--weights 1:4:0.25] [--policies migrate,hybrid] [--steps 40] [--skip 10]
+                       [--weights 1:4:0.25] [--policies "migrate;hybrid"] [--steps 40] [--skip 10]
                        [--repeat 1] [--model "--n-layer 4 --n-head 8 --n-embd 256 --seq-len 64 --batch 8"]
-                       [--build build] [--out docs/oracle.json]
-The median step is taken over the steps after --skip (after the onset for late2). Contended cases
+                       [--build build] [--out runs/oracle.json]
+--policies is a ;-separated list of --balance values, each optionally followed by more flags of
+train, e.g. "migrate;migrate --open-loop;migrate --model-off bursts,holds" (the ablation of
+docs/results.md). The median step is taken over the steps after --skip (after the onset for late2). Contended cases
 bind the ranks to cores (as the issue's runs did); run it on a quiet machine, nothing else beside.
 """
 import argparse
@@ -77,7 +79,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--cases", default=",".join(CASES))
     p.add_argument("--weights", default="1:4:0.25")
-    p.add_argument("--policies", default="migrate,hybrid")
+    p.add_argument("--policies", default="migrate;hybrid")
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--skip", type=int, default=10)
     p.add_argument("--repeat", type=int, default=1)
@@ -90,7 +92,7 @@ def main():
         if c not in CASES:
             sys.exit(f"bench/oracle: no case '{c}'; the cases are {', '.join(CASES)}")
     grid = weights_grid(a.weights)
-    policies = [x for x in a.policies.split(",") if x]
+    policies = [x.strip() for x in a.policies.split(";") if x.strip()]
     common = a.model.split() + ["--eval-every", "0", "--eval-batches", "1", "--log-every", "1000", "--seed", "5"]
     work = tempfile.mkdtemp(prefix="flextp-oracle-")
     results = {}
@@ -104,10 +106,10 @@ def main():
         base = flextp_runs.train(a.build, 2, common + ["--steps", str(steps), "--balance", "none"],
                                  os.path.join(work, f"{case}-base.jsonl"), bind=bind)
         for k in range(a.repeat):
-            for kind, x in runs:
-                extra = ["--balance", "none", "--tp-weights", f"{x},1"] if kind == "static" else ["--balance", x]
+            for i, (kind, x) in enumerate(runs):
+                extra = ["--balance", "none", "--tp-weights", f"{x},1"] if kind == "static" else ["--balance"] + x.split()
                 rows = flextp_runs.train(a.build, 2, common + ["--steps", str(steps)] + slow + extra,
-                                         os.path.join(work, f"{case}-{kind}-{x}-{k}.jsonl"), bind=bind)
+                                         os.path.join(work, f"{case}-{i}-{k}.jsonl"), bind=bind)
                 ms[(kind, x)].append(median_step(rows, start))
                 logs[(kind, x)] = rows
         med = {run: statistics.median(v) for run, v in ms.items()}
@@ -128,7 +130,7 @@ def main():
         print(f"  oracle {best_w}:1 {statics[best_w]:.1f} ms | even {even:.1f} | ideal {ideal:.1f}")
         for x in policies:
             q = r["policies"][x]
-            print(f"  {x:8s} {q['ms']:.1f} ms: {100 * q['vs_oracle']:+.1f}% vs the oracle, "
+            print(f"  {x:30s} {q['ms']:.1f} ms: {100 * q['vs_oracle']:+.1f}% vs the oracle, "
                   f"{100 * q['vs_even']:+.1f}% vs even; {q['moves']} move(s), trials {q['trials']}")
     if a.out:
         with open(a.out, "w") as f:
