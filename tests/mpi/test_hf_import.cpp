@@ -34,7 +34,9 @@ TEST_CASE("a transformers-saved GPT-2 imported at TP = n on even and uneven part
   GPTConfig c = read_hf_config(dir.file("hf"));
   // Units of tiny_config's sizes, for test::partitions (train's flags may pick any), another seed.
   c.vocab_unit = 8, c.vocab_pad = 1, c.mlp_unit = 16, c.seed = 7;
-  for (const auto& [name, partition] : test::partitions(c, world.size())) {
+  for (const auto& named : test::partitions(c, world.size())) {
+    const std::string& name = named.first;  // not a structured binding: INFO captures it (clang 14)
+    const Partition& partition = named.second;
     INFO(name, " partition over ", world.size(), " ranks");
     GPT model(c, LocalUnits::of_rank(c, partition, world.rank()), &world);
     import_hf(dir.file("hf"), model);
