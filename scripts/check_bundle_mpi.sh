@@ -43,10 +43,12 @@ hide=$tmp/hide.sh
     if [ -n "$d" ] && [ -d "$d" ]; then echo "mount --bind $tmp/empty $d"; fi
   done
 } | awk '!seen[$0]++' >"$hide"  # in order: files, then a folder before the folder holding it
-run=(env -i HOME="$tmp" TMPDIR="$tmp" OMP_NUM_THREADS=1 bash -c
+# A sanitizer build's leak checking settings pass the clean environment (OpenMPI unloads its
+# plugins before exit, so the sanitized ranks run with leak checking off, as under make test).
+run=(env -i HOME="$tmp" TMPDIR="$tmp" OMP_NUM_THREADS=1 ${LSAN_OPTIONS:+LSAN_OPTIONS="$LSAN_OPTIONS"} bash -c
      '. "$1/mpi/env.sh"; export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$1/runtime-libs; export PATH=$FLEXTP_MPI_HOME/bin;
       echo "mpirun: $(command -v mpirun)"; shift
-      exec mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$@"' _ "$tmp")
+      exec mpirun --allow-run-as-root --oversubscribe --bind-to none ${LSAN_OPTIONS:+-x LSAN_OPTIONS} -np 2 "$@"' _ "$tmp")
 if [ "$(id -u)" = 0 ] && unshare -m --propagation private true 2>/dev/null; then
   echo "check_bundle_mpi: the installed OpenMPI hidden in a private mount namespace ($(grep -c mount "$hide") mounts)"
   unshare -m --propagation private bash -c ". $hide && exec \"\$@\"" _ "${run[@]}" "$@"
