@@ -43,23 +43,7 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int6
       return;
     }
   }
-  auto A = matrix(a, ta ? k : m, ta ? m : k, lda);
-  auto B = matrix(b, tb ? n : k, tb ? k : n, ldb);
-  auto C = matrix(c, m, n, ldc);
-  auto store = [&](const auto& prod) {
-    if (accumulate)
-      C.noalias() += prod;
-    else
-      C.noalias() = prod;
-  };
-  if (ta && tb)
-    store(A.transpose() * B.transpose());
-  else if (ta)
-    store(A.transpose() * B);
-  else if (tb)
-    store(A * B.transpose());
-  else
-    store(A * B);
+  eigen_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
 // Raw scores S = q k^T of rows [r0, r1) against columns [0, r1), into s (t x t, row-major).

@@ -27,6 +27,30 @@ ConstMatrixMap<T> matrix(const T* p, int64_t rows, int64_t cols, int64_t stride)
   return ConstMatrixMap<T>(p, rows, cols, Eigen::OuterStride<>(stride));
 }
 
+// C (+)= op(A) op(B) by Eigen, row-major with leading dimensions: op(a) is m x k, op(b) is k x n,
+// a transposed operand stored as its transpose.
+template <typename T>
+void eigen_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
+                T* c, int64_t ldc, bool accumulate) {
+  auto A = matrix(a, ta ? k : m, ta ? m : k, lda);
+  auto B = matrix(b, tb ? n : k, tb ? k : n, ldb);
+  auto C = matrix(c, m, n, ldc);
+  auto store = [&](const auto& product) {
+    if (accumulate)
+      C.noalias() += product;
+    else
+      C.noalias() = product;
+  };
+  if (ta && tb)
+    store(A.transpose() * B.transpose());
+  else if (ta)
+    store(A.transpose() * B);
+  else if (tb)
+    store(A * B.transpose());
+  else
+    store(A * B);
+}
+
 // The whole tensor as a flat array.
 template <typename T>
 VectorMap<T> flat(Tensor& t) {

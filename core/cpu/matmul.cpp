@@ -19,24 +19,7 @@ void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool ta
       return;
     }
   }
-  // op(a) is m x k, op(b) is k x n; stored row-major, transposed operands as their transpose.
-  auto A = matrix(a, ta ? k : m, ta ? m : k, ta ? m : k);
-  auto B = matrix(b, tb ? n : k, tb ? k : n, tb ? k : n);
-  auto C = matrix(c, m, n, n);
-  auto store = [&](const auto& product) {
-    if (accumulate)
-      C.noalias() += product;
-    else
-      C.noalias() = product;
-  };
-  if (ta && tb)
-    store(A.transpose() * B.transpose());
-  else if (ta)
-    store(A.transpose() * B);
-  else if (tb)
-    store(A * B.transpose());
-  else
-    store(A * B);
+  eigen_gemm(ta, tb, m, n, k, a, ta ? m : k, b, tb ? k : n, c, n, accumulate);
 }
 
 }  // namespace

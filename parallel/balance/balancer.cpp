@@ -209,13 +209,7 @@ void Balancer::judge(TrialEvent verdict, const std::vector<Parameter*>& params, 
     Plan back;
     back.migrate = true;
     back.target = trial_from_;
-    for (const auto& [group, owners] : partition_.groups())
-      for (size_t u = 0; u < owners.size(); ++u)
-        if (owners[u] != trial_from_.owners(group)[u]) {
-          ++back.units_moved;
-          back.bytes += costs_.bytes.count(group) ? costs_.bytes.at(group) : 0.0;
-        }
-    back.transfer_ms = comm_model_.transfer_ms(back.bytes);
+    count_moves(partition_, costs_, comm_model_, back);
     migrate(back, params, slots, out);
     out.plan = back;
     out.action = Action::migrate;

@@ -225,6 +225,20 @@ Partition burst_aware_partition(const Partition& current, const std::vector<doub
   return best;
 }
 
+void count_moves(const Partition& current, const UnitCosts& c, const CommCostModel& comm, Plan& plan) {
+  plan.units_moved = 0;
+  plan.bytes = 0;
+  for (const auto& [group, owners] : current.groups()) {
+    const std::vector<int>& next = plan.target.owners(group);
+    for (size_t u = 0; u < owners.size(); ++u)
+      if (owners[u] != next[u]) {
+        ++plan.units_moved;
+        plan.bytes += c.bytes.count(group) ? c.bytes.at(group) : 0.0;
+      }
+  }
+  plan.transfer_ms = plan.units_moved ? comm.transfer_ms(plan.bytes) : 0.0;
+}
+
 Plan plan_migration(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
                     const CommCostModel& comm, const PlannerOptions& o, const std::vector<double>& burst_ms,
                     const std::vector<double>& hold_ms, const std::vector<double>& descheduled_ms,
@@ -236,15 +250,7 @@ Plan plan_migration(const Partition& current, const std::vector<double>& speed, 
   plan.burst_wait_ms = burst_wait_ms(plan.target, speed, c, burst_ms, hold_ms, descheduled_ms, burst_shapes);
   plan.after_ms = predicted_step_ms(plan.target, speed, c) + plan.burst_wait_ms;
   plan.ideal_ms = ideal_step_ms(current, speed, c);
-  for (const auto& [group, owners] : current.groups()) {
-    const std::vector<int>& next = plan.target.owners(group);
-    for (size_t u = 0; u < owners.size(); ++u)
-      if (owners[u] != next[u]) {
-        ++plan.units_moved;
-        plan.bytes += c.bytes.count(group) ? c.bytes.at(group) : 0.0;
-      }
-  }
-  plan.transfer_ms = plan.units_moved ? comm.transfer_ms(plan.bytes) : 0.0;
+  count_moves(current, c, comm, plan);
   double saving = plan.now_ms - plan.after_ms;
   plan.migrate = plan.units_moved > 0 && saving * o.horizon > plan.transfer_ms &&
                  saving >= o.min_gain * plan.now_ms;

@@ -109,6 +109,9 @@ struct Plan {
   std::string str() const;
 };
 
+// The units, bytes and transfer time of the move from `current` to plan.target, into the plan.
+void count_moves(const Partition& current, const UnitCosts& c, const CommCostModel& comm, Plan& plan);
+
 // burst_ms, hold_ms, descheduled_ms, burst_shapes: each rank's (the monitor's smoothed ones);
 // empty: the mean-speed planner.
 Plan plan_migration(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
