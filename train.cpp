@@ -279,8 +279,6 @@ BalanceOptions balance_options(const TrainOptions& o) {
   bo.policy = o.balance;
   bo.planner = {o.horizon, o.min_gain};
   bo.trials.enabled = o.closed_loop;
-  bo.model = with_flag("--model-off", [&] { return refinements_without(o.model_off); });
-  bo.planner.head_starts = bo.model.head_starts;
   bo.window = static_cast<int>(o.monitor_window);
   bo.resize.priority = o.priority;
   bo.lambda = parse_lambda(o.lambda);

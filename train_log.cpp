@@ -101,13 +101,10 @@ void TrainLog::metrics(const StepReport& r) {
     nlohmann::json ranks = nlohmann::json::array();
     for (const RankRow& row : r.ranks)
       ranks.push_back({{"compute_ms", row.compute_ms}, {"wait_ms", row.wait_ms}, {"units", row.units.named()},
-                       {"speed", row.speed}, {"burst_ms", row.burst_ms}, {"burst_shape", row.burst_shape},
-                       {"descheduled_ms", row.descheduled_ms}, {"hold_ms", row.hold_ms}, {"late_ms", row.late_ms},
-                       {"collectives", row.collectives}});
+                       {"speed", row.speed}});
     line["ranks"] = ranks;
     line["plan"] = r.balance.choice;
     line["predicted_ms"] = r.balance.plan.now_ms;
-    line["burst_wait_ms"] = r.balance.plan.burst_wait_ms;
     line["ideal_ms"] = r.balance.plan.ideal_ms;
     line["moved_bytes"] = r.balance.moved.bytes_sent;
     line["correction"] = r.balance.correction;

@@ -165,9 +165,6 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--monitor-window", o.monitor_window, "EMA span of the speed monitor, steps")->check(positive);
   app.add_flag("!--open-loop", o.closed_loop,
                "act on the model alone: do not judge moves and resizes by the steps after them, nor undo them");
-  app.add_option("--model-off", o.model_off,
-                 "testing harness: switch off refinements of the balancing model to measure them "
-                 "(bursts, holds, noise-gate, head-starts; comma-separated)");
   app.add_option("--comm", o.comm, "auto, allreduce, rs-ag, p2p or alltoallv")
       ->check(CLI::IsMember({"auto", "allreduce", "rs-ag", "p2p", "alltoallv"}));
 }

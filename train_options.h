@@ -64,7 +64,6 @@ struct TrainOptions {
   int64_t horizon = BalanceOptions{}.planner.horizon, monitor_window = BalanceOptions{}.window;
   double min_gain = BalanceOptions{}.planner.min_gain;
   bool closed_loop = BalanceOptions{}.trials.enabled;
-  std::string model_off;  // harness: refinements of the planner's model switched off (an ablation)
   std::string lambda = [] {  // a number or inf
     std::ostringstream text;
     text << BalanceOptions{}.lambda;

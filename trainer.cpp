@@ -49,11 +49,10 @@ Trainer::Bookkeeping Trainer::exchange_bookkeeping(const GradSquares& squares, i
   std::vector<std::vector<double>> rows;
   // Timed, as any collective of the step: waiting here for a slower rank is waiting.
   clock_.timed([&] {
-    // The clock has just closed its compute segment: its counters hold the step up to here, and
-    // its segments end at the step's sync points (the burst meter's).
+    // The clock has just closed its compute segment: its counters hold the step up to here.
     out.compute_ms = clock_.compute_ms(), out.wait_ms = clock_.wait_ms();
-    std::vector<double> mine = balancer_.monitor_row(out.compute_ms + tail_.compute_ms, out.wait_ms + tail_.wait_ms,
-                                                     clock_.step_burst(), clock_.syncs());
+    std::vector<double> mine =
+        balancer_.report(out.compute_ms + tail_.compute_ms, out.wait_ms + tail_.wait_ms).to_wire();
     mine.push_back(squares.split);
     mine.push_back(squares.replicated);
     mine.push_back(stop_request);
@@ -64,9 +63,9 @@ Trainer::Bookkeeping Trainer::exchange_bookkeeping(const GradSquares& squares, i
     out.stop = std::max(out.stop, static_cast<int>(row.back()));
     ranks.push_back({row[row.size() - 3], row[row.size() - 2]});
     row.resize(row.size() - 3);
+    out.reports.push_back(RankReport::from_wire(row));
   }
   out.norm = norm_of(ranks);
-  out.monitor_rows = std::move(rows);
   return out;
 }
 
@@ -141,8 +140,7 @@ StepReport Trainer::step(int64_t step, const std::function<int()>& stop_request)
   // Each replica balances its own group from its own group's table: a slow rank moves (or skips)
   // units in its replica only. The gradient sum learns the other replicas' partitions when they
   // change (parallel/dp/gradient_sync.h); waiting there for a slower replica counts as waiting.
-  r.balance = balancer_.after_step(kept.monitor_rows, params_, opt_.slot_names());
-  if (r.balance.work_changed) clock_.restart_bursts();  // the segments' means no longer hold
+  r.balance = balancer_.after_step(kept.reports, params_, opt_.slot_names());
   if (several_replicas()) {  // the replicas' speeds of this step; the next step's shares
     r.replicas = shares_.after_step(clock_.untimed(), *replicas_.comm, windows_ms, windows.second,
                                     r.balance.shares);

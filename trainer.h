@@ -97,7 +97,7 @@ class Trainer {
   struct Bookkeeping {
     double compute_ms = 0, wait_ms = 0;  // the clock's counts of this step at the exchange
     double norm = NAN;
-    std::vector<std::vector<double>> monitor_rows;
+    std::vector<RankReport> reports;  // every rank's, for the balancer
     int stop = 0;  // the largest stop request of the group's ranks
   };
   Tail tail_;  // the clock's counts after the last step's exchange

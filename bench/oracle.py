@@ -14,8 +14,7 @@ usage: bench/oracle.py [--cases emulated2,emulated3,contend1,contend2,duty50,dut
                        [--repeat 1] [--model "--n-layer 4 --n-head 8 --n-embd 256 --seq-len 64 --batch 8"]
                        [--build build] [--out runs/oracle.json]
 --policies is a ;-separated list of --balance values, each optionally followed by more flags of
-train, e.g. "migrate;migrate --open-loop;migrate --model-off bursts,holds" (the ablation of
-docs/results.md). The median step is taken over the steps after --skip (after the onset for late2). Contended cases
+train, e.g. "migrate;migrate --open-loop;migrate --min-gain 0.05". The median step is taken over the steps after --skip (after the onset for late2). Contended cases
 bind the ranks to cores (as the issue's runs did); run it on a quiet machine, nothing else beside.
 """
 import argparse

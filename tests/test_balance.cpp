@@ -15,6 +15,7 @@
 #include "tests/temp_dir.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <limits>
 
@@ -279,30 +280,41 @@ UnitCounts counts(int64_t head, int64_t mlp, int64_t vocab, int64_t skipped = 0)
 }
 
 TEST_CASE("the monitor smooths speeds and gives every rank the table") {
-  auto single = make_single_process_communicator();
+  // A rank's report survives its trip on the wire (the one place its fields are ordered).
+  const RankReport sent{12.5, 3.25, 1e6, counts(2, 4, 1, 3)};
+  const RankReport got = RankReport::from_wire(sent.to_wire());
+  CHECK(got.compute_ms == sent.compute_ms);
+  CHECK(got.wait_ms == sent.wait_ms);
+  CHECK(got.work == sent.work);
+  CHECK(got.units == sent.units);
+  CHECK(sent.to_wire().size() == RankReport::wire_size());
+  CHECK_THROWS_WITH_AS(RankReport::from_wire({1, 2, 3}), doctest::Contains("has 3 values"), Error);
+  std::vector<double> bad = sent.to_wire();
+  bad[1] = std::nan("");
+  CHECK_THROWS_WITH_AS(RankReport::from_wire(bad), doctest::Contains("holds nan"), Error);
   Monitor m(1, 3);  // alpha 0.5
-  m.record(*single, 10.0, 1.0, 100.0, counts(2, 4, 1));
+  m.record({{10.0, 1.0, 100.0, counts(2, 4, 1)}});
   CHECK(m.speeds()[0] == doctest::Approx(10.0));
-  m.record(*single, 20.0, 1.0, 100.0, counts(2, 4, 1, 3));
+  m.record({{20.0, 1.0, 100.0, counts(2, 4, 1, 3)}});
   CHECK(m.speeds()[0] == doctest::Approx(7.5));
   CHECK(m.table()[0].units == counts(2, 4, 1, 3));  // each kind where it was, the skipped units too
   // A one-step blip is smoothed; a change that lasts two steps is taken at once.
   Monitor j(1, 3, 0.25);
-  for (int i = 0; i < 4; ++i) j.record(*single, 10.0, 0, 100.0, counts(1, 1, 1));
-  j.record(*single, 20.0, 0, 100.0, counts(1, 1, 1));  // blip: 5 work/ms
+  for (int i = 0; i < 4; ++i) j.record({{10.0, 0, 100.0, counts(1, 1, 1)}});
+  j.record({{20.0, 0, 100.0, counts(1, 1, 1)}});  // blip: 5 work/ms
   CHECK(j.speeds()[0] == doctest::Approx(7.5));
-  j.record(*single, 10.0, 0, 100.0, counts(1, 1, 1));
+  j.record({{10.0, 0, 100.0, counts(1, 1, 1)}});
   CHECK(j.speeds()[0] == doctest::Approx(8.75));
-  j.record(*single, 40.0, 0, 100.0, counts(1, 1, 1));  // a lasting slowdown: 2.5 work/ms...
-  j.record(*single, 40.0, 0, 100.0, counts(1, 1, 1));  // ...seen twice: taken as it is
+  j.record({{40.0, 0, 100.0, counts(1, 1, 1)}});  // a lasting slowdown: 2.5 work/ms...
+  j.record({{40.0, 0, 100.0, counts(1, 1, 1)}});  // ...seen twice: taken as it is
   CHECK(j.speeds()[0] == doctest::Approx(2.5));
   // Resizing acts on a single sample that is off by more than the jump, not on a small wobble.
-  j.record(*single, 20.0, 0, 100.0, counts(1, 1, 1));  // 5 work/ms: back to fast for one step
+  j.record({{20.0, 0, 100.0, counts(1, 1, 1)}});  // 5 work/ms: back to fast for one step
   CHECK(j.fast_speeds()[0] == doctest::Approx(5.0));
   CHECK(j.speeds()[0] < 4.0);
   Monitor w(1, 3, 0.25);
-  for (int i = 0; i < 3; ++i) w.record(*single, 10.0, 0, 100.0, counts(1, 1, 1));
-  w.record(*single, 11.0, 0, 100.0, counts(1, 1, 1));  // 9 % slower: noise
+  for (int i = 0; i < 3; ++i) w.record({{10.0, 0, 100.0, counts(1, 1, 1)}});
+  w.record({{11.0, 0, 100.0, counts(1, 1, 1)}});  // 9 % slower: noise
   CHECK(w.fast_speeds()[0] == doctest::Approx(w.speeds()[0]));
   CHECK_THROWS_WITH_AS(Monitor(1, 0), doctest::Contains("window"), Error);
 }

@@ -164,16 +164,17 @@ TEST_CASE("the resizer skips the least important units of a slow rank, and resto
   r.observe(params, 0);
   CHECK(r.importance("h.0.head", 2) < r.importance("h.0.head", 0));
   // Here this process holds all 4 heads as rank 0 would; ask for rank 0 at half speed.
-  int64_t skipped = r.apply(params, Partition::even(unit_groups(c), 1), {1.0}, 0);
-  CHECK(skipped == 0);  // alone, nothing to wait for
+  const std::vector<int> alone(c.n_head, 0);
+  CHECK(r.keep_count(alone, {1.0}, 0) == c.n_head);  // alone, nothing to wait for
+  CHECK(r.resize(params, {{"h.0.head", r.keep_count(alone, {1.0}, 0)}}).empty());
   Partition two = Partition::even(unit_groups(c), 2);
   // Speeds [0.5, 1], 2 heads each: rank 0 needs 4 time units where rank 1 needs 2 (beyond the 25%
   // dead band), so it keeps floor(2 * 0.5) = 1 of its units.
   std::vector<int> half(c.n_head, 0);
   for (int64_t u = 0; u < c.n_head; ++u) half[u] = u < c.n_head / 2 ? 0 : 1;
   two.set_owners("h.0.head", half);
-  skipped = r.apply(params, two, {0.5, 1.0}, 0);
-  CHECK(skipped > 0);
+  CHECK(r.keep_count(half, {0.5, 1.0}, 0) == 1);
+  CHECK(r.resize(params, {{"h.0.head", r.keep_count(half, {0.5, 1.0}, 0)}}) == std::map<std::string, int64_t>{{"h.0.head", 3}});
   CHECK(active_units(heads) == 1);
   // The one kept is the most important head, first in every parameter of the group.
   int64_t best = 0;
@@ -189,7 +190,7 @@ TEST_CASE("the resizer skips the least important units of a slow rank, and resto
   std::vector<int64_t> skipped_units(heads[0]->units.begin() + 1, heads[0]->units.end());
   CHECK(std::find(skipped_units.begin(), skipped_units.end(), 2) != skipped_units.end());
   // Nobody to wait for any more: everything comes back.
-  r.apply(params, Partition::even(unit_groups(c), 1), {1.0}, 0);
+  CHECK(r.resize(params, {}).empty());
   CHECK(active_units(heads) == 4);
   // Within the dead band (a rank 20% slow, the noise of a shared machine) nothing is skipped.
   CHECK(r.keep_count({0, 0, 0, 0, 1, 1, 1, 1}, {0.8, 1.0}, 0) == 4);

@@ -186,3 +186,20 @@ TEST_CASE("the learned correction converges on a rank slower than its compute ti
     CHECK(faster[1] == doctest::Approx(0.25));
   }
 }
+
+TEST_CASE("trials: a move waits for solid_before steps at the level of the last one; a resize for one") {
+  Trials t;
+  feed(t, 2, 100);  // the first step is never measured: one step recorded
+  CHECK(t.may_start());
+  CHECK_FALSE(t.may_move());
+  feed(t, 2, 100);
+  CHECK(t.may_move());  // three steps at 100 ms
+  // A slowdown: the steps before it are not the level the move would be judged against.
+  feed(t, 1, 200);
+  CHECK(t.may_start());
+  CHECK_FALSE(t.may_move());
+  feed(t, 2, 210);
+  CHECK(t.may_move());
+  t.start(Change::move, 0.3, "even", "2:1");
+  CHECK(t.before_ms() == doctest::Approx(210));  // the median of its level: 200, 210 and 210 ms
+}

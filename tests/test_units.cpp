@@ -132,7 +132,8 @@ TEST_CASE("the resizer skips only groups the registry marks resizable, whatever 
   two.set_owners("h.0.head", {0, 0, 1, 1});
   Resizer r(ResizeOptions{"norm"});
   r.observe(params, 0);
-  r.apply(params, two, {0.25, 1.0}, 0);
+  const int64_t keep = r.keep_count(two.owners("h.1.head"), {0.25, 1.0}, 0);
+  CHECK(r.resize(params, {{"h.0.head", keep}, {"h.1.head", keep}}) == std::map<std::string, int64_t>{{"h.1.head", 4 - keep}});
   CHECK(active_units(group_parameters(params, "h.0.head")) == 4);  // declared fixed: untouched
   CHECK(active_units(group_parameters(params, "h.1.head")) < 4);   // the same shape, resizable
 }

@@ -1,9 +1,8 @@
 #pragma once
 // The planner tests' two groups of 24 unit-cost units with no replicated work, so that a rank's
-// time is its units / its speed (tests/test_bursts.cpp, tests/test_holds.cpp), and burst shapes.
+// time is its units / its speed.
 #include <vector>
 
-#include "parallel/balance/burst_meter.h"
 #include "parallel/balance/planner.h"
 #include "parallel/tp/partition.h"
 
@@ -11,13 +10,6 @@ namespace flextp::test {
 
 inline std::vector<UnitGroup> unit_cost_groups() {
   return {{"h.0.head", UnitKind::Head, 0, 24, 0, true, {}}, {"h.0.mlp", UnitKind::Mlp, 0, 24, 0, true, {}}};
-}
-
-// A burst shape: `swing` late half the time and as much early the other half (BurstSample).
-inline std::vector<double> swinging_shape(double swing) {
-  std::vector<double> shape(kBurstShapePoints);
-  for (int j = 0; j < kBurstShapePoints; ++j) shape[j] = j % 2 ? 1 + swing : 1 - swing;
-  return shape;
 }
 
 inline UnitCosts unit_costs_of_one() {

@@ -10,16 +10,6 @@
 
 namespace flextp {
 
-// The open-loop refinements of the model the policies plan with, each of which can be switched
-// off to measure what it is worth against the closed loop alone (bench/oracle.py --ablate):
-// bursts (the burst meter's size and shape per rank), holds (the sync ledger's holds and
-// descheduled time), the hybrid's noise gate, and the planner's head starts for bursty ranks.
-struct ModelRefinements {
-  bool bursts = true, holds = true, noise_gate = true, head_starts = true;
-};
-// "bursts,holds" -> those refinements off, the others on; names an unknown one in its error.
-ModelRefinements refinements_without(const std::string& off);
-
 struct BalanceOptions {
   std::string policy = "none";  // a name in the policy registry (parallel/balance/policies/registered.h)
   // hybrid: ms of step time one step of fully skipped model is worth; 100: best at equal wall
@@ -37,7 +27,6 @@ struct BalanceOptions {
   int64_t probe_first = 2, probe_max = 32;
   // The closed loop around every move and resize (parallel/balance/trials.h).
   TrialOptions trials;
-  ModelRefinements model;
 };
 
 }  // namespace flextp

@@ -6,42 +6,8 @@
 
 #include "core/error.h"
 #include "parallel/balance/active_units.h"
-#include "parallel/comm/gather_rows.h"
 
 namespace flextp {
-
-namespace {
-
-// The table as the policies see it: without the refinements switched off (an ablation).
-std::vector<RankRow> model_view(std::vector<RankRow> table, const ModelRefinements& m) {
-  for (RankRow& r : table) {
-    if (!m.bursts) {
-      r.burst_ms = 0;
-      std::fill(r.burst_shape.begin(), r.burst_shape.end(), 1.0);
-    }
-    if (!m.holds) r.hold_ms = r.descheduled_ms = r.late_ms = 0;
-  }
-  return table;
-}
-
-}  // namespace
-
-ModelRefinements refinements_without(const std::string& off) {
-  ModelRefinements m;
-  size_t at = 0;
-  while (at <= off.size() && !off.empty()) {
-    size_t comma = off.find(',', at);
-    std::string name = off.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-    if (name == "bursts") m.bursts = false;
-    else if (name == "holds") m.holds = false;
-    else if (name == "noise-gate") m.noise_gate = false;
-    else if (name == "head-starts") m.head_starts = false;
-    else FLEXTP_FAIL("no model refinement is called '", name, "'; they are bursts, holds, noise-gate, head-starts");
-    if (comma == std::string::npos) break;
-    at = comma + 1;
-  }
-  return m;
-}
 
 Balancer::Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition initial, UnitCosts costs,
                    CommCostModel comm_model, BalanceOptions o)
@@ -97,16 +63,9 @@ double Balancer::skipped_share(const std::vector<Parameter*>& params, const std:
 void Balancer::resize(const std::vector<Parameter*>& params, const std::map<std::string, int64_t>& keep) {
   skipped_ = 0;
   skipped_work_ = 0;
-  for (const auto& [group, owners] : partition_.groups()) {
-    std::vector<Parameter*> ps = group_parameters(params, group);
-    if (ps.empty()) continue;
-    auto wanted = keep.find(group);
-    int64_t n = static_cast<int64_t>(ps.front()->units.size());
-    resizer_.keep_most_important(ps, group, wanted == keep.end() ? n : std::min(n, wanted->second));
-    int64_t skipped = n - active_units(ps);
-    double unit = costs_.work.count(group) ? costs_.work.at(group) : 0.0;
+  for (const auto& [group, skipped] : resizer_.resize(params, keep)) {
     skipped_ += skipped;
-    skipped_work_ += unit * static_cast<double>(skipped);
+    skipped_work_ += (costs_.work.count(group) ? costs_.work.at(group) : 0.0) * static_cast<double>(skipped);
   }
 }
 
@@ -139,20 +98,13 @@ void Balancer::observe_settling() {
   after_move_ms_.clear();
 }
 
-std::vector<double> Balancer::monitor_row(double compute_ms, double wait_ms, const BurstSample& burst,
-                                         const SyncLedger& syncs) const {
-  return Monitor::row(compute_ms, wait_ms, work_of(comm_.rank()), unit_counts(comm_.rank()), burst, syncs);
+RankReport Balancer::report(double compute_ms, double wait_ms) const {
+  return {compute_ms, wait_ms, work_of(comm_.rank()), unit_counts(comm_.rank())};
 }
 
-BalanceStep Balancer::after_step(double compute_ms, double wait_ms, const std::vector<Parameter*>& params,
-                                 const std::vector<std::string>& slots, const BurstSample& burst,
-                                 const SyncLedger& syncs) {
-  return after_step(all_gather_rows(comm_, monitor_row(compute_ms, wait_ms, burst, syncs)), params, slots);
-}
-
-BalanceStep Balancer::after_step(const std::vector<std::vector<double>>& rows, const std::vector<Parameter*>& params,
+BalanceStep Balancer::after_step(const std::vector<RankReport>& reports, const std::vector<Parameter*>& params,
                                  const std::vector<std::string>& slots) {
-  monitor_.ingest(rows);
+  monitor_.record(reports);
   ++since_move_;
   observe_settling();
   // One rank has no one to balance with (but its replica may have other replicas to share with).
@@ -161,8 +113,7 @@ BalanceStep Balancer::after_step(const std::vector<std::vector<double>>& rows, c
   for (const RankRow& r : monitor_.table()) every_unit = every_unit && r.units.skipped == 0;
   const TrialEvent verdict =
       judged ? trials_.observe(step_ms_of(monitor_.table()), monitor_.speeds(), every_unit) : TrialEvent::none;
-  const std::vector<RankRow> table = model_view(monitor_.table(), o_.model);
-  Observation seen{monitor_.samples(), comm_.rank(), table,
+  Observation seen{monitor_.samples(), comm_.rank(), monitor_.table(),
                    corrected_speeds(monitor_.speeds(), correction_), corrected_speeds(monitor_.fast_speeds(), correction_),
                    partition_, units_, costs_, comm_model_, resizer_, since_move_, migration_cost_ms_,
                    [&](const std::vector<double>& speed) { return skipped_share(params, speed); }, replicas_};
@@ -179,7 +130,6 @@ BalanceStep Balancer::after_step(const std::vector<std::vector<double>>& rows, c
   out.plan = d.plan;
   out.action = d.action;
   out.choice = action_name(d.action);
-  const bool was_resized = skipped_ > 0;
   switch (d.action) {
     case Action::resize: resize(params, d.keep); break;
     case Action::migrate: migrate(d.plan, params, slots, out); break;
@@ -188,7 +138,6 @@ BalanceStep Balancer::after_step(const std::vector<std::vector<double>>& rows, c
       if (skipped_) restore(params);
       break;
   }
-  out.work_changed = d.action == Action::resize || d.action == Action::migrate || was_resized;
   last_action_ = d.action;
   return out;
 }
@@ -204,7 +153,6 @@ void Balancer::judge(TrialEvent verdict, const std::vector<Parameter*>& params, 
     out.correction = correction_ = learn_correction(trial_from_, trial_to_, monitor_.speeds(), costs_, correction_,
                                                     out.trial_before_ms - out.trial_after_ms);
   if (verdict == TrialEvent::kept) return;
-  const bool was_resized = skipped_ > 0;
   if (move) {
     Plan back;
     back.migrate = true;
@@ -218,7 +166,6 @@ void Balancer::judge(TrialEvent verdict, const std::vector<Parameter*>& params, 
     out.action = Action::keep;
   }
   out.choice = "undo";
-  out.work_changed = move || was_resized;
   last_action_ = out.action;
 }
 
@@ -230,7 +177,7 @@ void Balancer::screen(Decision& d, const Observation& seen, BalanceStep& out) {
   }
   const bool moves = d.action == Action::migrate, starts_resizing = d.action == Action::resize && !resizing;
   if (!moves && !starts_resizing) {
-    if (d.action != Action::keep || resizing || !policy_->explores() || !trials_.may_start() || !trials_.steady() ||
+    if (d.action != Action::keep || resizing || !policy_->explores() || !trials_.may_move() || !trials_.steady() ||
         trials_.recent_steps() < trials_.options().baseline || since_move_ < o_.settle_steps)
       return;
     // The policy sees no move worth making, yet under steady speeds the steps stay far above the
@@ -241,7 +188,7 @@ void Balancer::screen(Decision& d, const Observation& seen, BalanceStep& out) {
     if (!best.migrate || trials_.known_worse(best.target.str())) return;
     d = migrate_by(best);
     out.explored = true;
-  } else if (!trials_.may_start() || (moves && trials_.known_worse(d.plan.target.str()))) {
+  } else if (!trials_.may_start() || (moves && (!trials_.may_move() || trials_.known_worse(d.plan.target.str())))) {
     d = keep_at(seen, seen.speeds);  // one change at a time, none while backing off, none back to a worse one
     return;
   }

@@ -28,7 +28,6 @@ struct BalanceStep {
   RepartitionStats moved;
   double migrate_ms = 0;
   std::vector<int64_t> shares;  // the windows of each replica from the next step on (empty: one replica)
-  bool work_changed = false;  // units moved, skipped or restored: the steps' segments hold other work now
   // The closed loop (trials.h): "try" when a change starts its trial with this step's decision,
   // "kept" or "undone" when this step's measurement judged one (an undone move moves back now);
   // empty otherwise. `explored`: the try is the model's best move, which no policy asked for.
@@ -47,18 +46,13 @@ class Balancer {
   // With a policy of one's own, registered or not.
   Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition initial, UnitCosts costs,
            CommCostModel comm_model, BalanceOptions o, std::unique_ptr<BalancePolicy> policy);
-  // burst: this rank's burst in the step (StepClock::step_burst; steady where unmeasured);
-  // syncs: its collectives (StepClock::syncs; none where unmeasured).
-  BalanceStep after_step(double compute_ms, double wait_ms, const std::vector<Parameter*>& params,
-                         const std::vector<std::string>& slots, const BurstSample& burst = {},
-                         const SyncLedger& syncs = SyncLedger());
-  // The same with the monitor's rows already gathered (every rank's monitor_row, in rank order):
-  // the trainer gathers them with the gradient norm's squares in one collective.
-  BalanceStep after_step(const std::vector<std::vector<double>>& rows, const std::vector<Parameter*>& params,
+  // This rank's report of the step it just ran: its times, and its work and units now.
+  RankReport report(double compute_ms, double wait_ms) const;
+  // Every rank's report of the step (in rank order, all-gathered: the trainer sends them with
+  // the gradient norm's squares in one collective): measure, judge the change under trial, and
+  // carry out what the policy decides.
+  BalanceStep after_step(const std::vector<RankReport>& reports, const std::vector<Parameter*>& params,
                          const std::vector<std::string>& slots);
-  // This rank's row of the monitor's table (Monitor::row), with its work and units now.
-  std::vector<double> monitor_row(double compute_ms, double wait_ms, const BurstSample& burst,
-                                  const SyncLedger& syncs = SyncLedger()) const;
   // With data parallelism: the replicas as measured after a step, for the next decision (the
   // trainer's WindowShares gathers them after after_step).
   void observe_replicas(ReplicaView replicas) { replicas_ = std::move(replicas); }

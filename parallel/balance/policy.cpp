@@ -25,9 +25,7 @@ const UnitGroup& Observation::group(const std::string& name) const {
 Decision keep_at(const Observation& o, const std::vector<double>& speed) {
   Decision d;
   d.plan.target = o.partition;
-  d.plan.burst_wait_ms = burst_wait_ms(o.partition, speed, o.costs, bursts_of(o.table), holds_of(o.table),
-                                     descheduled_of(o.table), burst_shapes_of(o.table));
-  d.plan.now_ms = d.plan.after_ms = predicted_step_ms(o.partition, speed, o.costs) + d.plan.burst_wait_ms;
+  d.plan.now_ms = d.plan.after_ms = predicted_step_ms(o.partition, speed, o.costs);
   d.plan.ideal_ms = ideal_step_ms(o.partition, speed, o.costs);
   return d;
 }

@@ -88,8 +88,7 @@ class BalancePolicy {
 };
 
 // Helpers for policies.
-// Keep: the plan of the current partition at these speeds (its step includes the waits of the
-// ranks' bursts, as the table has them).
+// Keep: the plan of the current partition at these speeds.
 Decision keep_at(const Observation& o, const std::vector<double>& speed);
 // Resize to these speeds: every resizable group of this rank keeps what it can finish in the
 // time of the fastest rank (the resizer's dead band applies); the plan is keep_at's.

@@ -116,16 +116,21 @@ void Resizer::keep_most_important(const std::vector<Parameter*>& ps, const std::
   set_active_units(ps, keep);
 }
 
-int64_t Resizer::apply(const std::vector<Parameter*>& params, const Partition& partition,
-                       const std::vector<double>& speed, int rank) {
-  int64_t skipped = 0;
-  for (const auto& [group, owners] : partition.groups()) {
-    std::vector<Parameter*> ps = group_parameters(params, group);
-    if (ps.empty() || !ps.front()->group().resizable) continue;
-    int64_t n = static_cast<int64_t>(ps.front()->units.size());
-    int64_t keep = std::min(n, keep_count(owners, speed, rank));
-    keep_most_important(ps, group, keep);
-    skipped += n - keep;
+std::map<std::string, int64_t> Resizer::resize(const std::vector<Parameter*>& params,
+                                               const std::map<std::string, int64_t>& keep) const {
+  std::map<std::string, std::vector<Parameter*>> groups;
+  for (Parameter* p : params)
+    if (!p->replicated()) groups[p->group().name].push_back(p);
+  std::map<std::string, int64_t> skipped;
+  for (const auto& [group, ps] : groups) {
+    const int64_t n = static_cast<int64_t>(ps.front()->units.size());
+    auto wanted = keep.find(group);
+    if (wanted == keep.end() || !ps.front()->group().resizable) {
+      set_active_units(ps, -1);
+      continue;
+    }
+    keep_most_important(ps, group, std::clamp<int64_t>(wanted->second, 0, n));
+    if (wanted->second < n) skipped[group] = n - std::max<int64_t>(wanted->second, 0);
   }
   return skipped;
 }

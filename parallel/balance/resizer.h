@@ -26,10 +26,11 @@ class Resizer {
   explicit Resizer(ResizeOptions o);
   // After backward, before the optimizer step: updates the scores of the active units.
   void observe(const std::vector<Parameter*>& params, int64_t step);
-  // Picks the active units of every resizable group of `rank` for these speeds; returns the
-  // number of units skipped.
-  int64_t apply(const std::vector<Parameter*>& params, const Partition& partition,
-                const std::vector<double>& speed, int rank);
+  // Every group in `keep` whose parameters are declared resizable runs only its keep[group]
+  // most important local units; every other group runs all of its units. Returns the units
+  // skipped per group (only groups that skip some).
+  std::map<std::string, int64_t> resize(const std::vector<Parameter*>& params,
+                                        const std::map<std::string, int64_t>& keep) const;
   // Makes the `keep` most important local units of a group its active ones (active-first order,
   // moving rows only when the set changes); the rest are skipped.
   void keep_most_important(const std::vector<Parameter*>& group_params, const std::string& group,

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <map>
 #include <thread>
 
@@ -14,13 +13,6 @@ namespace {
 double now_ms() {
   using namespace std::chrono;
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
-
-// This thread's CPU time: inside a collective, the wall time beyond it is time descheduled.
-double thread_cpu_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
 }
 
 // The GPU's compute stream: a CUDA event on each side of the work timed.
@@ -58,7 +50,7 @@ StepClock::StepClock(Communicator& inner, SlowdownSchedule schedule)
 
 void StepClock::set_time(std::function<double()> now, std::function<void(double)> sleep_ms) {
   now_ms_ = std::move(now), sleep_ms_ = std::move(sleep_ms);
-  segment_start_ = step_start_ = this->now();
+  segment_start_ = this->now();
 }
 
 double StepClock::now() const { return now_ms_ ? now_ms_() : now_ms(); }
@@ -66,15 +58,13 @@ double StepClock::now() const { return now_ms_ ? now_ms_() : now_ms(); }
 void StepClock::begin_step(int64_t step) {
   factor_ = schedule_.factor(inner_.rank(), step);
   compute_ms_ = wait_ms_ = 0;
-  segments_.clear();
-  syncs_.clear();
-  segment_start_ = step_start_ = now();
+  segment_start_ = now();
 }
 
 class StepClock::TimedReduce : public PendingReduce {
  public:
-  TimedReduce(StepClock& clock, std::unique_ptr<PendingReduce> inner, double arrival, int64_t stream_id, Sync sync)
-      : clock_(clock), inner_(std::move(inner)), arrival_(arrival), stream_id_(stream_id), sync_(sync) {
+  TimedReduce(StepClock& clock, std::unique_ptr<PendingReduce> inner, int64_t stream_id)
+      : clock_(clock), inner_(std::move(inner)), stream_id_(stream_id) {
     if (stream_id_ >= 0) clock_.on_stream_.push_back(this);
   }
   ~TimedReduce() override {
@@ -85,19 +75,16 @@ class StepClock::TimedReduce : public PendingReduce {
     clock_.stream_->take_ms(stream_id_);
   }
   bool test() override { return inner_->test(); }
-  // One sync point per all-reduce of this group: this rank arrived when it started it, and
-  // waited here (and, on a device stream, in the time the stream spent inside it).
-  void wait() override { clock_.collective([&] { inner_->wait(); }, sync_, arrival_, &on_stream_ms_); }
+  // It waited here (and, on a device stream, in the time the stream spent inside it, which
+  // end_segment counted).
+  void wait() override { clock_.collective([&] { inner_->wait(); }); }
   // The segment that ended after it ran on the stream: its stream time, counted as waiting.
-  double count_stream_time() { return on_stream_ms_ = clock_.stream_->take_ms(stream_id_); }
+  double count_stream_time() { return clock_.stream_->take_ms(stream_id_); }
 
  private:
   StepClock& clock_;
   std::unique_ptr<PendingReduce> inner_;
-  double arrival_;
   int64_t stream_id_;
-  Sync sync_;
-  double on_stream_ms_ = 0;
 };
 
 void StepClock::end_segment() {
@@ -121,37 +108,29 @@ void StepClock::end_segment() {
   const double computed = std::max(0.0, end - segment_start_ - held);
   compute_ms_ += computed;
   wait_ms_ += end - segment_start_ - computed;
-  segments_.push_back(computed);
   segment_start_ = end;
 }
 
 template <typename F>
-double StepClock::collective(F&& f, Sync sync, double arrival, const double* also_waited) {
+void StepClock::collective(F&& f) {
   // Inside another (the wait of a data-parallel bucket, which GradientSync times too): that one
   // counts it, as one wait, and no empty compute segment comes between.
   if (in_collective_) {
     f();
-    return segment_start_;
+    return;
   }
   struct Inside {
     bool& flag;
     ~Inside() { flag = false; }
   } inside{in_collective_ = true};
   end_segment();
-  const double reached = segment_start_, cpu = thread_cpu_ms();
   f();
   double end = now();
-  if (sync == Sync::enter)
-    syncs_.add((arrival >= 0 ? arrival : segment_start_) - step_start_,
-               end - segment_start_ + (also_waited ? *also_waited : 0), thread_cpu_ms() - cpu);
   wait_ms_ += end - segment_start_;
   segment_start_ = end;
-  return reached;
 }
 
-// Another group's collective: its waits count, but it is no sync point of this group, whose
-// ranks may call a different number of them (data-parallel buckets follow each rank's bytes).
-void StepClock::timed(const std::function<void()>& collective_call) { collective(collective_call, Sync::skip); }
+void StepClock::timed(const std::function<void()>& collective_call) { collective(collective_call); }
 
 void StepClock::all_reduce(Tensor& t, ReduceOp op) {
   collective([&] {
@@ -168,15 +147,13 @@ std::unique_ptr<PendingReduce> StepClock::start_all_reduce(Tensor& t, ReduceOp o
   }
   std::unique_ptr<PendingReduce> inner;
   int64_t on_stream = -1;
-  const double arrival = collective(
-      [&] {
-        if (stream_)
-          on_stream = stream_->timed([&] { inner = inner_.start_all_reduce(t, op); });
-        else
-          inner = inner_.start_all_reduce(t, op);
-      },
-      Sync::skip);
-  return std::make_unique<TimedReduce>(*this, std::move(inner), arrival, on_stream, Sync::enter);
+  collective([&] {
+    if (stream_)
+      on_stream = stream_->timed([&] { inner = inner_.start_all_reduce(t, op); });
+    else
+      inner = inner_.start_all_reduce(t, op);
+  });
+  return std::make_unique<TimedReduce>(*this, std::move(inner), on_stream);
 }
 
 std::unique_ptr<PendingReduce> StepClock::start_timed(Communicator& other, Tensor& t, ReduceOp op) {
@@ -189,7 +166,7 @@ std::unique_ptr<PendingReduce> StepClock::start_timed(Communicator& other, Tenso
     on_stream = stream_->timed([&] { inner = other.start_all_reduce(t, op); });
   else
     inner = other.start_all_reduce(t, op);
-  return std::make_unique<TimedReduce>(*this, std::move(inner), now(), on_stream, Sync::skip);
+  return std::make_unique<TimedReduce>(*this, std::move(inner), on_stream);
 }
 
 void StepClock::broadcast(Tensor& t, int root) { collective([&] { inner_.broadcast(t, root); }); }

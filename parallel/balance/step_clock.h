@@ -6,9 +6,7 @@
 #include <functional>
 #include <memory>
 
-#include "parallel/balance/burst_meter.h"
 #include "parallel/balance/slowdown.h"
-#include "parallel/balance/sync_ledger.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/comm/cost_model.h"
 
@@ -32,8 +30,7 @@ class ComputeStream {
 };
 std::unique_ptr<ComputeStream> gpu_compute_stream();
 
-// Forwards to another communicator; keeps this rank's compute and wait time per step (and the
-// time of each compute segment, for the burst meter), stretches
+// Forwards to another communicator; keeps this rank's compute and wait time per step, stretches
 // its compute segments by the slowdown factor of the current step, and does sum-all-reduces the
 // way the cost model chose (natively, or as reduce-scatter + all-gather).
 class StepClock : public Communicator {
@@ -50,8 +47,8 @@ class StepClock : public Communicator {
   // kernel waiting for the other ranks) counts as waiting, not as the compute around it.
   std::unique_ptr<PendingReduce> start_all_reduce(Tensor& t, ReduceOp op) override;
   // Another communicator's (a data-parallel group's) all-reduce: its wait and its time on the
-  // device stream count as waiting, but it is no sync point of this group, and starting it ends
-  // no compute segment (the backward starts these between its kernels, without a GPU sync).
+  // device stream count as waiting, and starting it ends no compute segment (the backward
+  // starts these between its kernels, without a GPU sync).
   std::unique_ptr<PendingReduce> start_timed(Communicator& other, Tensor& t, ReduceOp op);
   void broadcast(Tensor& t, int root) override;
   void all_gather(const Tensor& in, Tensor& out) override;
@@ -68,18 +65,7 @@ class StepClock : public Communicator {
   double compute_ms() const { return compute_ms_; }
   double wait_ms() const { return wait_ms_; }
   double factor() const { return factor_; }
-  // This step's compute segments in order (the last ends at end_segment).
-  const std::vector<double>& segment_ms() const { return segments_; }
-  // Once per step, after its last end_segment: how far this step's segments ran over their
-  // means, in ms, and how their lateness was spread (BurstMeter).
-  BurstSample step_burst() { return bursts_.observe(segments_); }
-  // The work of the segments changed (units moved, skipped or restored): their means restart.
-  void restart_bursts() { bursts_ = BurstMeter(); }
-  // This step's collectives: when this rank reached each one and how long it was descheduled
-  // inside them (sync_ledger.h).
-  const SyncLedger& syncs() const { return syncs_; }
-  // A collective on another communicator (a data-parallel group's), timed like this one's but
-  // not one of this group's sync points (not in syncs()).
+  // A collective on another communicator (a data-parallel group's), timed like this one's.
   void timed(const std::function<void()>& collective_call);
   // Bookkeeping collectives (the monitor's own all-gather) that must not count as waiting.
   Communicator& untimed() { return inner_; }
@@ -93,21 +79,12 @@ class StepClock : public Communicator {
 
  private:
   class TimedReduce;
-  // skip: timed as waiting but not entered in the ledger of this group's sync points.
-  enum class Sync { enter, skip };
-  // arrival: when this rank reached the sync point (a started all-reduce's start); -1: now.
-  // Returns when this call reached it.
-  // also_waited: ms of this sync point spent on the device stream before it (a started
-  // all-reduce's), read after the segment before it ends.
   template <typename F>
-  double collective(F&& f, Sync sync = Sync::enter, double arrival = -1, const double* also_waited = nullptr);
+  void collective(F&& f);
   double now() const;
   Communicator& inner_;
   SlowdownSchedule schedule_;
-  double factor_ = 1.0, compute_ms_ = 0, wait_ms_ = 0, segment_start_ = 0, step_start_ = 0;
-  std::vector<double> segments_;
-  BurstMeter bursts_;
-  SyncLedger syncs_;
+  double factor_ = 1.0, compute_ms_ = 0, wait_ms_ = 0, segment_start_ = 0;
   ReduceMethod reduce_ = ReduceMethod::AllReduce;
   bool in_collective_ = false;
   std::unique_ptr<ComputeStream> stream_;

@@ -19,7 +19,8 @@ constexpr double kSameLevel = 0.25;  // steps within 25% of the last are at its 
 }  // namespace
 
 Trials::Trials(TrialOptions o) : o_(o) {
-  FLEXTP_CHECK(o_.measure >= 1 && o_.baseline >= 1 && o_.settle >= 0, "trials: measure and baseline need >= 1 step");
+  FLEXTP_CHECK(o_.measure >= 1 && o_.baseline >= 1 && o_.settle >= 0 && o_.solid_before >= 1 && o_.solid_before <= o_.baseline,
+               "trials: measure and baseline need >= 1 step, and 1 <= solid_before <= baseline");
   FLEXTP_CHECK(o_.backoff_first >= 1 && o_.backoff_max >= o_.backoff_first, "trials: bad backoff");
 }
 
@@ -97,6 +98,17 @@ TrialEvent Trials::verdict() {
 
 bool Trials::may_start() const { return phase_ == Phase::idle && backoff_left_ == 0 && !recent_.empty(); }
 
+std::vector<double> Trials::at_level() const {
+  std::vector<double> level;
+  for (auto it = recent_.rbegin(); it != recent_.rend() && std::abs(*it / recent_.back() - 1) <= kSameLevel; ++it)
+    level.push_back(*it);
+  return level;
+}
+
+bool Trials::may_move() const {
+  return may_start() && static_cast<int64_t>(at_level().size()) >= o_.solid_before;
+}
+
 void Trials::start(Change c, double predicted_gain, const std::string& from, const std::string& to) {
   FLEXTP_CHECK(may_start(), "trials: a change started while another is under trial or backing off");
   change_ = c;
@@ -106,10 +118,7 @@ void Trials::start(Change c, double predicted_gain, const std::string& from, con
   before_ = recent_;
   // The steps at the level of the last one: a policy that acts on the first steps of a slowdown
   // must be judged against them, not against the faster steps before it began.
-  std::vector<double> level;
-  for (auto it = recent_.rbegin(); it != recent_.rend() && std::abs(*it / recent_.back() - 1) <= kSameLevel; ++it)
-    level.push_back(*it);
-  before_ms_ = c == Change::resize ? recent_.back() : median_ms(level);
+  before_ms_ = c == Change::resize ? recent_.back() : median_ms(at_level());
   start_shares_ = shares_;
   worse_.erase(to);
   after_.clear();

@@ -24,6 +24,10 @@ struct TrialOptions {
   int64_t settle = 1;       // steps after a change left out of its measurement (fresh buffers, caches)
   int64_t measure = 4;      // steps whose median is the change's measured step
   int64_t baseline = 4;     // at most this many full steps before a move: their median is "before"
+  // and at least this many: a move in a run's first steps once had one step to compare with, a
+  // 685 ms start-up step against 100 ms ones, and the correction learned from it moved twice too
+  // many units
+  int64_t solid_before = 3;
   double keep_gain = 0.02;  // a change is kept when it makes the measured step at least this much faster
   int64_t backoff_first = 16, backoff_max = 512;  // steps without a change after a failed trial
   // Conditions: each rank's share of the ranks' total smoothed speed. A share moved by more than
@@ -51,6 +55,9 @@ class Trials {
   // Whether a change may start now: no trial under way and not backing off. Every change the
   // balancer makes when this is true must be announced with start().
   bool may_start() const;
+  // Whether a move may start: as may_start, and `solid_before` recent steps at the level of the
+  // last one to compare it with (a resize, judged against the last step, needs only one).
+  bool may_move() const;
   // Whether the conditions have held still long enough for a try of the model's best move.
   bool steady() const { return steady_for_ >= o_.steady_steps; }
   // A change made after this step, from configuration `from` to `to` (keys that name them, e.g.
@@ -79,6 +86,7 @@ class Trials {
   double before_ms() const { return before_ms_; }
   double after_ms() const { return after_ms_; }
   double predicted_gain() const { return predicted_gain_; }
+
   double measured_gain() const { return before_ms_ > 0 ? 1 - after_ms_ / before_ms_ : 0.0; }
   bool inconclusive() const { return inconclusive_; }
   const TrialOptions& options() const { return o_; }
@@ -111,6 +119,7 @@ class Trials {
   int64_t backoff_left_ = 0, failures_ = 0;
 
   bool moved(const std::vector<double>& from, double by) const;  // shares_ against `from`
+  std::vector<double> at_level() const;  // the recent steps within kSameLevel of the last, newest first
   TrialEvent verdict();
 };
 

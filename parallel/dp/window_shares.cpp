@@ -98,7 +98,7 @@ ReplicaView WindowShares::after_step(Communicator& group, Communicator& replicas
   // every data-parallel group (one per tensor-parallel slot) gathers the same vector.
   Tensor slowest = Tensor::from_vector<double>({compute_ms}, {1});
   if (group.size() > 1) group.all_reduce(slowest, ReduceOp::Max);
-  speeds_.record(replicas, slowest.item(), 0, static_cast<double>(computed), UnitCounts{});
+  speeds_.record(gather_reports(replicas, {slowest.item(), 0, static_cast<double>(computed), UnitCounts{}}));
   ReplicaView done = view();
   int64_t sum = 0;
   for (size_t d = 0; d < done.windows.size(); ++d) sum += done.windows[d] = static_cast<int64_t>(speeds_.table()[d].work);

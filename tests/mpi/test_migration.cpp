@@ -197,12 +197,12 @@ TEST_CASE("a move the closed loop undoes restores every weight and Adam slot: th
     opt.step(params, 3e-3);
     for (Parameter* p : params) p->value.zero_grad();
     const bool moved = !(balancer.partition() == start);
-    std::vector<std::vector<double>> rows;
+    std::vector<RankReport> reports;
     for (int r = 0; r < n; ++r) {
       const double speed = (r == n - 1 && s >= 2) ? 1.0 / n : 1.0, work = balancer.work_of(r);
-      rows.push_back(Monitor::row(work / (speed * base), moved ? 40.0 : 0.0, work, balancer.unit_counts(r)));
+      reports.push_back({work / (speed * base), moved ? 40.0 : 0.0, work, balancer.unit_counts(r)});
     }
-    BalanceStep b = balancer.after_step(rows, params, opt.slot_names());
+    BalanceStep b = balancer.after_step(reports, params, opt.slot_names());
     if (!b.trial.empty()) events += (events.empty() ? "" : " ") + b.trial;
   }
   CHECK(events == "try undone");

@@ -64,8 +64,7 @@ class HybridPolicy : public BalancePolicy {
       : lambda_(o.lambda),
         planner_(o.planner),
         settle_steps_(o.settle_steps),
-        probes_(o.probe_first, o.probe_max),
-        noise_gate_(o.model.noise_gate) {}
+        probes_(o.probe_first, o.probe_max) {}
 
   bool uses_importance() const override { return true; }
   bool explores() const override { return true; }
@@ -85,14 +84,12 @@ class HybridPolicy : public BalancePolicy {
 
  private:
   Decision choose(const Observation& o) {
-    const bool slowdown_is_clear = noise_.observe(o.table) || !noise_gate_;
+    const bool slowdown_is_clear = noise_.observe(o.table);
     if (probes_.due(o.table)) return probe(o);
     // Resizing costs nothing to undo: the hybrid weighs on the last step's speeds.
     const std::vector<double>& speed = o.fast_speeds;
     Decision keep = keep_at(o, speed);
-    // The mean-speed step: the hybrid weighs resizing against it, and resizing has no model of
-    // bursts (a burst is no reason to drop work).
-    double keep_ms = predicted_step_ms(o.partition, speed, o.costs);
+    double keep_ms = keep.plan.now_ms;
     double balanced_ms = predicted_step_ms(balanced_partition(o.partition, speed, o.costs), speed, o.costs);
     double resize_ms = resized_step_ms(o, speed);
     bool imbalanced = keep_ms > balanced_ms * (1 + planner_.min_gain) || resize_ms < keep_ms * (1 - planner_.min_gain);
@@ -100,11 +97,10 @@ class HybridPolicy : public BalancePolicy {
     if (!imbalanced) return keep;
     double steps = static_cast<double>(std::min<int64_t>(planner_.horizon, std::max<int64_t>(slow_age_, 1)));
     // A move is costly to undo: it is planned as --balance migrate plans it, on the smoothed
-    // speeds and the ranks' bursts, and only if it makes the step min_gain faster. On the last
-    // step's speeds, or for any gain, a rank in time slices looks slow one step and fast the
-    // next, and the hybrid moved units back and forth (25 and 33 moves in 150 contended steps).
-    Plan mig = plan_migration(o.partition, o.speeds, o.costs, o.comm, {static_cast<int64_t>(steps), planner_.min_gain, planner_.head_starts},
-                              bursts_of(o.table), holds_of(o.table), descheduled_of(o.table), burst_shapes_of(o.table));
+    // speeds, and only if it makes the step min_gain faster. On the last step's speeds, or for
+    // any gain, a rank in time slices looks slow one step and fast the next, and the hybrid moved
+    // units back and forth (25 and 33 moves in 150 contended steps).
+    Plan mig = plan_migration(o.partition, o.speeds, o.costs, o.comm, {static_cast<int64_t>(steps), planner_.min_gain});
     HybridCosts h;
     h.keep_ms = keep_ms;
     h.resize_ms = resize_ms;
@@ -139,7 +135,6 @@ class HybridPolicy : public BalancePolicy {
   ProbeSchedule probes_;
   int64_t slow_age_ = 0;  // steps the ranks have been out of balance
   NoiseGate noise_;
-  bool noise_gate_;  // off (an ablation): every imbalance may resize
   bool resizing_ = false;  // the last decision resized or probed: an episode of resizing goes on
   int64_t resized_steps_ = 0;  // the episode's resized steps so far (its probes included)
 };

@@ -1,6 +1,5 @@
 // --balance migrate (lossless): once the monitor has settled, move whole units toward the fast
-// ranks when the planner predicts that the move pays for itself within the horizon; the planner
-// weighs the ranks' bursts too (the waits a time-sliced rank causes).
+// ranks when the planner predicts that the move pays for itself within the horizon.
 #include "parallel/balance/policy.h"
 
 namespace flextp {
@@ -14,10 +13,7 @@ class MigratePolicy : public BalancePolicy {
 
   Decision decide(const Observation& o) override {
     if (o.since_move < settle_steps_) return keep_at(o, o.speeds);
-    // A bursty rank's cost includes the waits it causes: it gets fewer units than its mean
-    // speed says (planner.h).
-    Plan plan = plan_migration(o.partition, o.speeds, o.costs, o.comm, planner_, bursts_of(o.table), holds_of(o.table),
-                               descheduled_of(o.table), burst_shapes_of(o.table));
+    Plan plan = plan_migration(o.partition, o.speeds, o.costs, o.comm, planner_);
     if (!plan.migrate) {
       Decision keep;
       keep.plan = plan;  // its target is the current partition
