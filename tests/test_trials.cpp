@@ -180,10 +180,17 @@ TEST_CASE("the learned correction converges on a rank slower than its compute ti
                          predicted_step_ms(even, measured, c) - predicted_step_ms(guess, measured, c));
     CHECK(same == std::vector<double>{1.0, 1.0});
   }
-  SUBCASE("a move that saved nothing makes the sources look faster, never beyond the limit") {
-    std::vector<double> faster = {1.0, 1.0};
-    for (int trial = 0; trial < 40; ++trial) faster = learn_correction(even, guess, measured, c, faster, -50.0);
-    CHECK(faster[1] == doctest::Approx(0.25));
+  SUBCASE("a move that saved nothing makes the sources look as fast as makes it neutral; one that lost, no faster") {
+    std::vector<double> neutral = {1.0, 1.0}, lost = {1.0, 1.0};
+    for (int trial = 0; trial < 40; ++trial) {
+      neutral = learn_correction(even, guess, measured, c, neutral, 0.0);
+      lost = learn_correction(even, guess, measured, c, lost, -50.0);
+    }
+    CHECK(neutral[1] < 1.0);
+    CHECK(neutral[1] > 0.25);  // not the limit: the reverse imbalance is never learned
+    const std::vector<double> s = corrected_speeds(measured, neutral);
+    CHECK(predicted_step_ms(even, s, c) - predicted_step_ms(guess, s, c) == doctest::Approx(0.0).epsilon(0.01));
+    CHECK(lost == neutral);
   }
 }
 

@@ -149,6 +149,10 @@ std::vector<double> learn_correction(const Partition& from, const Partition& to,
   FLEXTP_CHECK(static_cast<int>(speed.size()) == n && static_cast<int>(correction.size()) == n,
                "learn_correction: ", speed.size(), " speeds and ", correction.size(), " corrections for ", n, " ranks");
   if (!std::isfinite(measured_saving_ms)) return correction;
+  // A move measured slower than it started says it saved nothing; how much slower is mostly
+  // noise, and fitting it would teach the reverse imbalance (under a duty cycle one undone try,
+  // 54 -> 64 ms, halved the slow rank's correction and sent units the wrong way, 46 -> 81 ms).
+  measured_saving_ms = std::max(measured_saving_ms, 0.0);
   std::vector<double> before = rank_work(from, c), after = rank_work(to, c);
   std::vector<int> sources;
   for (int r = 0; r < n; ++r)

@@ -126,7 +126,8 @@ class Trials {
 // The prediction's error, learned: the factor on the speed corrections of the ranks that gave
 // units away (in `from` -> `to`) that makes the model's predicted saving equal the measured one
 // (ms: the step before less the step after), taken halfway (in log terms) so that one noisy
-// trial does not swing it; with several fits, the one nearest to no change. correction[r]
+// trial does not swing it; with several fits, the one nearest to no change. A negative saving is
+// taken as none (the move saved nothing; by how much it lost is mostly noise). correction[r]
 // divides rank r's measured speed and stays within [1/4, 4]. Pure: every rank computes the same
 // from the same table.
 std::vector<double> learn_correction(const Partition& from, const Partition& to, const std::vector<double>& speed,
