@@ -459,9 +459,9 @@ TEST_CASE("a straggler with --balance migrate: units move to the fast ranks, los
     std::string moved = dir.file("moved" + std::to_string(ranks) + ".jsonl");
     REQUIRE(std::system((base + " --metrics " + plain + " > /dev/null 2>&1").c_str()) == 0);
     // 4 ranks share 2 cores: ranks waiting inside collectives are descheduled by the others, and
-    // the holds and descheduled time the planner charges (tens of ms a step) dwarf this tiny
-    // model's ~3 ms of compute, so a 4x straggler's saving can fall under the 10% least gain
-    // (a sanitizer build in CI did not move). At 16x the compute saved is what decides.
+    // those waits (tens of ms a step) dwarf this tiny model's ~3 ms of compute, so a 4x
+    // straggler's saving can fall under the 10% least gain (a sanitizer build in CI did not
+    // move). At 16x the compute saved is what decides.
     std::string slow = " --straggler " + std::to_string(ranks - 1) + (ranks == 2 ? ":4:3" : ":16:3") + " --balance migrate";
     REQUIRE(std::system((base + slow + " --metrics " + moved + " > /dev/null 2>&1").c_str()) == 0);
     std::vector<nlohmann::json> a = read_metrics(plain), b = read_metrics(moved);
