@@ -34,7 +34,7 @@ Decision resize_to(const Observation& o, const std::vector<double>& speed) {
   Decision d = keep_at(o, speed);
   d.action = Action::resize;
   for (const UnitGroup& g : o.units)
-    if (g.resizable) d.keep[g.name] = o.importance.keep_count(o.partition.owners(g.name), speed, o.rank);
+    if (g.resizable) d.keep[g.name] = o.resizer.keep_count(o.partition.owners(g.name), speed, o.rank);
   return d;
 }
 

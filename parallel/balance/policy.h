@@ -35,7 +35,7 @@ struct Observation {
   const std::vector<UnitGroup>& units;  // the unit registry: each group's kind, layer, size, resizability
   const UnitCosts& costs;             // work and bytes per unit
   const CommCostModel& comm;          // what moving bytes costs
-  const Resizer& importance;          // running importance of this rank's units; how many resizing keeps
+  const Resizer& resizer;             // the running importance of this rank's units, and how many resizing keeps
   int64_t since_move = 0;             // steps since the last migration (or since the start)
   double migration_cost_ms = -1;      // measured cost of a migration beyond its bytes; < 0: none yet
   // The share of importance resizing at these speeds would skip, averaged over the ranks. A

@@ -1,7 +1,8 @@
 #pragma once
-// The priority-resizing policy (--balance resize): from the monitor's speeds, every rank computes
-// how many units of each resizable group (the unit registry says which: the attention heads and
-// the MLP blocks) it can finish in the time the fastest rank needs for its share, and skips the
+// The resizer: the arithmetic and the action of priority resizing, which the policies `resize`
+// and `hybrid` decide on (parallel/balance/policies/). From the ranks' speeds it computes how
+// many units of each resizable group (the unit registry says which: the attention heads and the
+// MLP blocks) a rank can finish in the time the fastest rank needs for its share, and skips the
 // rest, least important first. Importance is a running score per unit: first-order Taylor
 // |w * g| summed over the unit's rows (taylor), the squared weight norm (norm), or a seeded
 // random draw (random). Resizing is local: no data moves.

@@ -48,7 +48,7 @@ double resized_step_ms(const Observation& o, const std::vector<double>& speed) {
     for (int r = 0; r < p.ranks(); ++r) {
       double n = 0;
       for (int owner : owners) n += owner == r;
-      if (resizable) n = std::min<double>(n, o.importance.keep_count(owners, speed, r));
+      if (resizable) n = std::min<double>(n, o.resizer.keep_count(owners, speed, r));
       worst = std::max(worst, n * unit / speed[r]);
     }
     total += worst;
