@@ -85,6 +85,7 @@ class StepClock::TimedReduce : public PendingReduce {
     clock_.stream_->take_ms(stream_id_);
   }
   bool test() override { return inner_->test(); }
+  bool beside_compute() const override { return inner_->beside_compute(); }
   // One sync point per all-reduce of this group: this rank arrived when it started it, and
   // waited here (and, on a device stream, in the time the stream spent inside it).
   void wait() override { clock_.collective([&] { inner_->wait(); }, sync_, arrival_, &on_stream_ms_); }
