@@ -65,7 +65,7 @@ void TrainLog::step(const StepReport& r) {
     say("%s", replica_table(r.replicas).c_str());
     if (r.grid.dp > 1 && r.dp_sync.ring_bytes > 0)  // rank 0's part of the gradient sum
       say("  gradient sum: %.2f MB sent, %.2fx a ring all-reduce's; %lld unit(s) exchanged between replicas; "
-          "%.0f%% of the all-reduced bytes started during the backward, %.1f ms after it\n",
+          "%.0f%% of the all-reduced bytes overlapped the backward, %.1f ms after it\n",
           r.dp_sync.bytes_sent / 1e6, double(r.dp_sync.bytes_sent) / double(r.dp_sync.ring_bytes),
           (long long)r.dp_sync.units_exchanged,
           r.dp_sync.bytes > 0 ? 100.0 * double(r.dp_sync.bytes_early) / double(r.dp_sync.bytes) : 0.0,
@@ -129,7 +129,7 @@ void TrainLog::metrics(const StepReport& r) {
     line["dp_sync_ring_bytes"] = r.dp_sync.ring_bytes;
     line["dp_sync_units_exchanged"] = r.dp_sync.units_exchanged;
     line["dp_sync_extra_units"] = r.dp_sync.extra_units;
-    // The overlap: all-reduces (and their bytes) started during the backward, and the sum's time
+    // The overlap: all-reduces (and their bytes) that ran beside the backward, and the sum's time
     // after the backward (what the step waited for).
     line["dp_sync_buckets_early"] = r.dp_sync.buckets_early;
     line["dp_sync_bytes_early"] = r.dp_sync.bytes_early;

@@ -8,7 +8,7 @@
 # the folder, wherever it was moved: nothing of an installed MPI is read.
 #
 #   scripts/mpi_runtime.sh FOLDER      (scripts/gpu_bundle.sh packs it as gpu-bundle/mpi-runtime.tar.gz;
-#                                       scripts/check_bundle_mpi.sh starts it from a clean environment)
+#                                       scripts/check_bundle.sh starts it from a clean environment)
 set -euo pipefail
 OUT=${1:?usage: scripts/mpi_runtime.sh FOLDER}
 command -v ompi_info >/dev/null || { echo "mpi_runtime: no OpenMPI here (ompi_info not found)" >&2; exit 1; }
@@ -32,16 +32,9 @@ if [ -n "$pmix_lib" ]; then  # an external PMIx (Debian's): its prefix holds lib
   cp -L "$pmix_prefix"/share/pmix-mca-params.conf "$OUT/pmix/share/" 2>/dev/null || true
   objects+=("$OUT"/pmix/lib/pmix/*.so)
 fi
-# Every library these load, each under its soname, less the C/C++ runtime (newer on the GPU
-# machine) and the GPU stack (the GPU machine's driver decides which of that works).
-for o in "${objects[@]}"; do ldd "$o" 2>/dev/null | awk '/=> \// {print $1, $3}'; done | sort -u |
-  while read -r name path; do
-    case "$name" in
-      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libstdc++*|libgcc_s*) ;;
-      libcuda*|libcudart*|libnvidia*) ;;
-      *) [ -e "$OUT/lib/$name" ] || cp -L "$path" "$OUT/lib/$name" ;;
-    esac
-  done
+# Every library these load, each under its soname, less those the GPU machine has.
+. "$(dirname "$0")/bundle_libs.sh"
+gather_libs "$OUT/lib" "${objects[@]}"
 missing=$(for o in "${objects[@]}"; do LD_LIBRARY_PATH=$OUT/lib ldd "$o" 2>/dev/null | grep "not found" || true; done | sort -u)
 [ -z "$missing" ] || { echo "mpi_runtime: libraries not found here: $missing" >&2; exit 1; }
 cat >"$OUT/env.sh" <<'ENV'

@@ -41,7 +41,8 @@ TEST_CASE("without a GPU, gpu_check.sh --quick stops at once, says why, and retu
   CHECK(r.status == 2);
   CHECK(r.output.find("no GPU visible") != std::string::npos);
   CHECK(r.output.find("could not communicate with the NVIDIA driver") != std::string::npos);
-  CHECK(r.output.find("nothing was run") != std::string::npos);
+  CHECK(r.output.find("SKIPPED: every GPU step") != std::string::npos);
+  CHECK(r.output.find("passed") == std::string::npos);
   REQUIRE(files_in(dir.file("out")) == std::vector<std::string>{"logs.tar.gz", "summary.txt"});
   CHECK(test::read_bytes(dir.file("out/summary.txt")).find("no GPU visible") != std::string::npos);
   test::Run listing = test::run_command("tar -tzf " + dir.file("out/logs.tar.gz"));
@@ -89,7 +90,7 @@ void fake_bundle(const test::TempDir& dir, const std::string& gpu_tests_output, 
   dir.write("bundle/commit", "unknown\n");
   // mpirun drops its own options and runs the program; one that does not start fails --version.
   script("bin/mpirun", mpirun_works ? "while [ $# -gt 0 ]; do case \"$1\" in --version) echo 'mpirun (Open MPI) 4.1.4'; exit 0 ;;\n"
-                                      "  -np|-x|--bind-to) shift 2 ;; --*) shift ;; *) exec \"$@\" ;; esac; done"
+                                      "  -np|-x|--bind-to) shift 2 ;; --mca) shift 3 ;; --*) shift ;; *) exec \"$@\" ;; esac; done"
                                     : "echo 'mpirun: error while loading shared libraries' >&2; exit 127");
 }
 }  // namespace
@@ -117,29 +118,36 @@ TEST_CASE("gpu_check.sh without a working mpirun reports the multi-rank GPU step
   INFO(r.output);
   CHECK(r.status == 1);
   CHECK(r.output.find("tests-gpu: passed") != std::string::npos);
-  CHECK(r.output.find("nccl-one-rank: SKIPPED, no mpirun here") != std::string::npos);
+  CHECK(r.output.find("nccl-one-rank: SKIPPED, no mpirun starts here") != std::string::npos);
   CHECK(r.output.find("every step passed") == std::string::npos);
 }
 
-TEST_CASE("the OpenMPI runtime a GPU bundle carries starts two ranks of train from a clean environment") {
+TEST_CASE("a GPU bundle runs from a clean environment with the installed MPI hidden: libraries, train, two ranks, gpu_check") {
   if (test::run_command("command -v ompi_info").status != 0) {
     MESSAGE("no OpenMPI here to pack: the bundle's MPI runtime is not checked");
     return;
   }
   test::TempDir dir("bundle-mpi");
-  // A bundle of this build's train and the runtime scripts/gpu_bundle.sh packs.
-  test::Run pack = test::run_command("set -e; mkdir -p " + dir.file("bundle") + " " + dir.file("rt") + "; cp " +
-                                     test::train_binary() + " " + dir.file("bundle/train") + "; " FLEXTP_SOURCE_DIR
-                                     "/scripts/mpi_runtime.sh " + dir.file("rt/mpi") + "; tar -czf " +
-                                     dir.file("bundle/mpi-runtime.tar.gz") + " -C " + dir.file("rt") + " mpi");
+  // A bundle of this build's train and tests, the libraries they need that a GPU machine lacks,
+  // and the MPI runtime, packed as scripts/gpu_bundle.sh packs them.
+  const std::string build = std::filesystem::path(test::train_binary()).parent_path().string();
+  test::Run pack = test::run_command(
+      "set -e; . " FLEXTP_SOURCE_DIR "/scripts/bundle_libs.sh; b=" + dir.file("bundle") + "; mkdir -p $b " +
+      dir.file("rt") + "; cp " + build + "/train " + build + "/flextp_tests $b/; gather_libs $b/runtime-libs $b/train "
+      "$b/flextp_tests; " FLEXTP_SOURCE_DIR "/scripts/mpi_runtime.sh " + dir.file("rt/mpi") + "; tar -czf $b/mpi-runtime.tar.gz -C " +
+      dir.file("rt") + " mpi");
   INFO(pack.output);
   REQUIRE(pack.status == 0);
-  test::Run r = test::run_command("LSAN_OPTIONS=detect_leaks=0 bash " FLEXTP_SOURCE_DIR "/scripts/check_bundle_mpi.sh " +
+  test::Run r = test::run_command("LSAN_OPTIONS=detect_leaks=0 bash " FLEXTP_SOURCE_DIR "/scripts/check_bundle.sh " +
                                   dir.file("bundle"));
   INFO(r.output);
   CHECK(r.status == 0);
-  CHECK(r.output.find("mpirun: /") != std::string::npos);
+  CHECK(r.output.find("1. the ") != std::string::npos);  // every library from the bundle or the GPU machine's
+  CHECK(r.output.find("2. train --help starts") != std::string::npos);
   CHECK(r.output.find("/mpi/bin/mpirun") != std::string::npos);  // the bundle's, not /usr/bin's
   CHECK(r.output.find("step     2 | loss") != std::string::npos);
-  CHECK(r.output.find("the bundle's MPI ran two ranks") != std::string::npos);
+  CHECK(r.output.find("3. the bundle's MPI ran two ranks") != std::string::npos);
+  if (test::run_command("nvidia-smi -L 2>/dev/null | grep -q '^GPU '").status != 0)
+    CHECK(r.output.find("4. gpu_check.sh --quick took the bundle's programs and mpirun") != std::string::npos);
+  CHECK(r.output.find("FAILED") == std::string::npos);
 }

@@ -1,8 +1,10 @@
 // On a GPU the step clock's compute runs behind the host on one stream, and NCCL's all-reduces
 // queue on that stream too: what the stream spends inside a started all-reduce (waiting for the
-// other replicas) must count as waiting, not compute, and the emulated straggler must stretch
-// compute alone (parallel/balance/step_clock.h). Checked on the CPU with a fake device (a stream
-// and a clock the test drives) and, on a GPU, with the real stream.
+// other replicas) must count as waiting, not compute, the emulated straggler must stretch
+// compute alone (parallel/balance/step_clock.h), and such an all-reduce, which runs in the
+// compute's place, must not say that it ran beside it (no overlap for GradientSync to count).
+// Checked on the CPU with a fake device (a stream and a clock the test drives) and, on a GPU,
+// with the real stream.
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -50,7 +52,7 @@ class StreamComm : public Communicator {
   void all_reduce(Tensor&, ReduceOp) override {}
   std::unique_ptr<PendingReduce> start_all_reduce(Tensor&, ReduceOp) override {
     d_.queue(held_);
-    return finished_reduce();
+    return finished_reduce();  // queued in the compute's place: not beside it
   }
   void broadcast(Tensor&, int) override {}
   void all_gather(const Tensor&, Tensor&) override {}
@@ -87,6 +89,28 @@ void on_fake_device(StepClock& clock, FakeDevice& d) {
   clock.set_time([&d] { return d.now; }, [&d](double ms) { d.now += ms; });
 }
 
+// A data-parallel rank whose started all-reduce the host progresses beside the stream (MPI's):
+// it ends `ms` after its start whatever the stream does, and queues nothing there.
+class HostComm : public StreamComm {
+ public:
+  HostComm(FakeDevice& d, double ms) : StreamComm(d, 0), d_(d), ms_(ms) {}
+  std::unique_ptr<PendingReduce> start_all_reduce(Tensor&, ReduceOp) override {
+    struct OnHost : PendingReduce {
+      FakeDevice& d;
+      double done_at;
+      OnHost(FakeDevice& dev, double at) : d(dev), done_at(at) {}
+      bool test() override { return d.now >= done_at; }
+      void wait() override { d.now = std::max(d.now, done_at); }
+      bool beside_compute() const override { return true; }
+    };
+    return std::make_unique<OnHost>(d_, d_.now + ms_);
+  }
+
+ private:
+  FakeDevice& d_;
+  double ms_;
+};
+
 }  // namespace
 
 TEST_CASE("the step clock counts the time a started all-reduce holds the device stream as waiting, not compute") {
@@ -109,6 +133,41 @@ TEST_CASE("a data-parallel bucket started through the step clock: its time on th
   CHECK(clock.compute_ms() == doctest::Approx(7));
   // The wait timed twice over (the bucket's and GradientSync's) is one wait, not 20 ms.
   CHECK(clock.wait_ms() == doctest::Approx(10));
+}
+
+TEST_CASE("a bucket queued on the device stream runs in the compute's place, one progressed by the host beside it") {
+  // The same 10 ms all-reduce of a data-parallel bucket, started between 4 and 3 ms of kernels
+  // (run_step). Returns whether the bucket said it ran beside the compute.
+  auto step = [](FakeDevice& d, Communicator& dp, StepClock& clock) {
+    on_fake_device(clock, d);
+    clock.begin_step(0);
+    d.queue(4);
+    Tensor t = Tensor::zeros({4});
+    std::unique_ptr<PendingReduce> sum = clock.start_timed(dp, t, ReduceOp::Sum);
+    d.queue(3);
+    clock.timed([&] { sum->wait(); });
+    clock.end_segment();
+    return sum->beside_compute();
+  };
+  // Queued on the stream (NCCL's): the later kernels wait for it, the step takes 17 ms, and the
+  // bucket says it did not run beside the compute (GradientSync then counts no overlap).
+  FakeDevice queued;
+  StreamComm on_stream(queued, 10), group(queued, 0);
+  StepClock clock(group, SlowdownSchedule{});
+  CHECK_FALSE(step(queued, on_stream, clock));
+  CHECK(queued.now == doctest::Approx(17));
+  CHECK(clock.compute_ms() == doctest::Approx(7));
+  CHECK(clock.wait_ms() == doctest::Approx(10));
+  // Progressed by the host (MPI's): 7 of its 10 ms pass while the kernels run, the step takes
+  // 10 ms, and the bucket says it ran beside the compute.
+  FakeDevice beside;
+  HostComm on_host(beside, 10);
+  StreamComm host_group(beside, 0);
+  StepClock host_clock(host_group, SlowdownSchedule{});
+  CHECK(step(beside, on_host, host_clock));
+  CHECK(beside.now == doctest::Approx(10));
+  CHECK(host_clock.compute_ms() == doctest::Approx(7));
+  CHECK(host_clock.wait_ms() == doctest::Approx(3));
 }
 
 TEST_CASE("the emulated straggler stretches the compute on a device stream, not the waits inside it") {

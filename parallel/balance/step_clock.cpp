@@ -75,6 +75,7 @@ class StepClock::TimedReduce : public PendingReduce {
     clock_.stream_->take_ms(stream_id_);
   }
   bool test() override { return inner_->test(); }
+  bool beside_compute() const override { return inner_->beside_compute(); }
   // It waited here (and, on a device stream, in the time the stream spent inside it, which
   // end_segment counted).
   void wait() override { clock_.collective([&] { inner_->wait(); }); }

@@ -21,6 +21,12 @@ class PendingReduce {
   virtual ~PendingReduce() = default;
   virtual bool test() = 0;
   virtual void wait() = 0;
+  // Whether the reduction runs beside the compute queued after its start (MPI's, progressed by
+  // the host while the device or the CPU computes), rather than in its place: queued on the
+  // compute stream, which runs it between the kernels before and after it (NCCL's, here), or done
+  // before start_all_reduce returned. Only the first overlaps anything (GradientSync's
+  // buckets_early counts on it).
+  virtual bool beside_compute() const { return false; }
 };
 
 class Communicator {

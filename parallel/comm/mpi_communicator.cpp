@@ -173,6 +173,7 @@ class MpiCommunicator : public Communicator {
       FLEXTP_MPI(MPI_Wait(&request, MPI_STATUS_IGNORE));
       staged.copy_out(), done = true;
     }
+    bool beside_compute() const override { return true; }  // MPI's progress, not the device stream
     bool done = false;
   };
   static constexpr int kTag = 7;

@@ -1,6 +1,8 @@
 // The NCCL communicator. Every call runs on the compute stream (core/cuda/stream.h), after the
 // kernels that produced its inputs, and waits for it, so that callers see the result as with MPI
-// and the step clock counts the wait; overlapping communication with compute is left to a later
+// and the step clock counts the wait. A started all-reduce queues there too, so the kernels
+// queued after it wait for it: it overlaps the host's work, not the device's compute
+// (PendingReduce::beside_compute is false); running it on a stream of its own is left to a later
 // change.
 #include "parallel/comm/nccl_communicator.h"
 
@@ -90,6 +92,7 @@ class NcclCommunicator : public Communicator {
         FLEXTP_CUDA_CHECK(cudaEventSynchronize(done_event));
         st.copy_back(), done = true;
       }
+      bool beside_compute() const override { return false; }  // on the compute stream, between its kernels
     };
     auto p = std::make_unique<Pending>(t, device_);
     FLEXTP_NCCL(ncclAllReduce(p->st.gpu.raw(), p->st.gpu.raw(), t.numel(), nccl_type(t.dtype()),

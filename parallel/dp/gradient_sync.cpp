@@ -254,9 +254,13 @@ void GradientSync::start_ready() {
     ++next_;
   }
   // Overlapped: started while the backward still owes another bucket its gradients (the buckets
-  // that start with the last of them run after the backward's work, as good as not overlapped).
+  // that start with the last of them run after the backward's work, as good as not overlapped),
+  // and run beside that work (not queued on the compute stream in its place, as NCCL's are).
   if (next_ < early_.size())
-    for (size_t k = from; k < next_; ++k) early_[early_.size() - 1 - k].early = true;
+    for (size_t k = from; k < next_; ++k) {
+      Bucket& b = early_[early_.size() - 1 - k];
+      b.early = b.pending->beside_compute();
+    }
   for (size_t k = 0; k < next_; ++k) early_[early_.size() - 1 - k].pending->test();  // MPI progresses in its calls
 }
 

@@ -68,9 +68,10 @@ struct GradientSyncStats {
   int64_t ring_bytes = 0;
   int64_t extra_units = 0;  // units this rank skipped but updates from other replicas' gradients
   bool partitions_changed = false;  // the owner lists travelled: the first sum, or a replica's changed
-  // The all-reduces started during the backward while it still computed other buckets' gradients
-  // (those started with the last of them do not count), and their bytes: the overlapped share
-  // is bytes_early / bytes.
+  // The all-reduces that overlapped the backward: started while it still computed other buckets'
+  // gradients (those started with the last of them do not count), on a backend that runs them
+  // beside that compute (PendingReduce::beside_compute: MPI's do; NCCL's, queued on the compute
+  // stream, do not, and count none), and their bytes: the overlapped share is bytes_early / bytes.
   int64_t buckets_early = 0, bytes_early = 0;
   double sum_ms = 0;  // sum()'s wall time: what the step waits for after the backward
 };
@@ -133,7 +134,7 @@ class GradientSync {
     DType dtype = DType::F32;
     Device device = Device::cpu();
     Tensor flat;                           // packed when started; the sum after its wait
-    bool early = false;                    // started while the backward still computed others'
+    bool early = false;                    // ran beside the backward's compute of others'
     std::unique_ptr<PendingReduce> pending;
     // The same rows in the same places (what the plan decides; not the packed data).
     bool same_layout(const Bucket& o) const { return elems == o.elems && pieces == o.pieces; }

@@ -2,7 +2,9 @@
 // started by the last backward's leaf hook give bitwise the gradients of the sum started after
 // the backward, on every grid, with micro-steps and with partitions that differ between
 // replicas; with several buckets some start before the backward ends; a wrong guess (another
-// gradient exists than at the last sum) is dropped and summed afresh, still bitwise the same.
+// gradient exists than at the last sum) is dropped and summed afresh, still bitwise the same. A
+// backend whose started all-reduces run in the compute's place (NCCL's, on the compute stream)
+// counts none of them as overlapped.
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -19,6 +21,24 @@ using namespace flextp;
 
 namespace {
 
+// Counts calls like CountingCommunicator, and its started all-reduces say that they run in the
+// place of the compute queued after them, as NCCL's do on the compute stream (the sum is MPI's).
+class QueuedOnStream : public test::CountingCommunicator {
+ public:
+  using CountingCommunicator::CountingCommunicator;
+  std::unique_ptr<PendingReduce> start_all_reduce(Tensor& t, ReduceOp op) override {
+    struct InPlace : PendingReduce {
+      std::unique_ptr<PendingReduce> inner;
+      bool test() override { return inner->test(); }
+      void wait() override { inner->wait(); }
+      bool beside_compute() const override { return false; }
+    };
+    auto p = std::make_unique<InPlace>();
+    p->inner = CountingCommunicator::start_all_reduce(t, op);
+    return p;
+  }
+};
+
 // One run of three steps on its own model and sum: the first sum learns the partitions (nothing
 // to guess from before it); the second overlaps when `overlap`; the third drops the last
 // parameter's gradient everywhere after the backward, so that the guess from the second is wrong.
@@ -29,12 +49,14 @@ struct Run {
   std::vector<int> started;              // all-reduces started by the sum's end
 };
 
-Run run_steps(test::GridComms& g, const GPTConfig& c, const Partition& part, bool overlap) {
+Run run_steps(test::GridComms& g, const GPTConfig& c, const Partition& part, bool overlap, bool on_stream = false) {
   Communicator& world = test::world();
   const int64_t batch = 8, micro = 2;  // micro-steps of 2 windows: several backwards per step
   GPT model(c, LocalUnits::of_rank(c, part, g.grid.tp_rank), g.tp_or_null());
   std::vector<Parameter*> params = model.parameters();
-  test::CountingCommunicator counted(*g.dp);
+  QueuedOnStream queued(*g.dp);
+  test::CountingCommunicator plain(*g.dp);
+  test::CountingCommunicator& counted = on_stream ? queued : plain;
   GradientSync sync(counted, world, g.grid, part, 4096);  // small buckets: several per model
   Run out;
   for (int step = 0; step < 3; ++step) {
@@ -101,5 +123,14 @@ TEST_CASE("the all-reduces started during the backward give bitwise the sum afte
       CHECK(during.stats[1].bytes_early <= during.stats[1].bytes);
       CHECK(during.stats[2].buckets_early == 0);
       CHECK(during.started[2] > during.stats[2].buckets);  // the guessed ones, dropped, and the sum's own
+      // All-reduces that run in the compute's place (NCCL's, on the compute stream) start as
+      // early and sum the same bits, but none overlapped the backward's compute: none count.
+      Run queued = run_steps(g, c, part, true, true);
+      CHECK(queued.grads == during.grads);
+      CHECK(queued.started_in_backward[1] == during.started_in_backward[1]);
+      for (int step = 0; step < 3; ++step) {
+        CHECK(queued.stats[step].buckets_early == 0);
+        CHECK(queued.stats[step].bytes_early == 0);
+      }
     }
 }

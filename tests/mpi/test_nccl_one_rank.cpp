@@ -50,6 +50,8 @@ TEST_CASE("on the GPU, NCCL on one rank: every collective and start_all_reduce, 
       // Started, then more work queued behind it, then waited for: the sum lands in place.
       Tensor big = Tensor::full({1 << 20}, 0.25, DType::F32, d);
       std::unique_ptr<PendingReduce> pending = c->start_all_reduce(big, ReduceOp::Sum);
+      // Queued on the compute stream: the work queued after it waits for it (no overlap to count).
+      CHECK_FALSE(pending->beside_compute());
       Tensor other = Tensor::full({1 << 20}, 1.0, DType::F32, d);
       pending->wait();
       CHECK(pending->test());
