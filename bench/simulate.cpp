@@ -13,6 +13,8 @@
 //
 //   bench_simulate [--measured docs/hetero.json] [--bandwidth-gbs 25] [--latency-us 10]
 //   bench_simulate --grid [...]: data x tensor parallel grids instead (bench/simulate_grid.cpp)
+//   bench_simulate --oracle [...]: the balancer against the best static split on 4 ranks
+//                  (bench/simulate_oracle.cpp)
 //   bench_simulate --predict --compute-ms 70,140 --burst-ms 0,4 [--burst-shape 1/1/1/1/1/1/1/1,0.8/.../1.3]
 //                  [--hold-ms 0,20 --descheduled-ms 0,30] --other-ms 30
 //                  [--n-layer 4 --n-head 4 --n-embd 128 --vocab 256 --mlp-unit 32 --batch 16 --seq-len 128]
@@ -25,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/simulate_grid.h"
+#include "bench/simulate_oracle.h"
 #include "core/error.h"
 #include "core/text_fields.h"
 #include "core/random.h"
@@ -116,15 +119,18 @@ int predict_measured(const GPTConfig& c, int64_t batch, int64_t seq, const std::
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
+  for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--grid") return simulate_grid_main(argc, argv);
+    if (std::string(argv[i]) == "--oracle") return simulate_oracle_main(argc, argv);
+  }
   CLI::App app{"flextp: predicted step times under heterogeneity"};
   std::string measured = "docs/hetero.json";
   double gbs = 25, latency_us = 10;
   app.add_option("--measured", measured, "bench/hetero's results to check the model against");
   app.add_option("--bandwidth-gbs", gbs, "link bandwidth for the large-scale table, GB/s")->check(CLI::PositiveNumber);
   app.add_option("--latency-us", latency_us, "link latency, microseconds")->check(CLI::NonNegativeNumber);
-  app.footer("--grid: data x tensor parallel grids instead (bench_simulate --grid --help)");
+  app.footer("--grid: data x tensor parallel grids instead (bench_simulate --grid --help); --oracle: the balancer "
+             "against the best static split on 4 ranks (bench_simulate --oracle --help)");
   bool predict_mode = false;
   std::vector<double> compute_ms, burst_ms, hold_ms, descheduled_ms;
   std::vector<std::string> burst_shapes;
