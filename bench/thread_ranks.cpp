@@ -27,6 +27,11 @@ void ThreadMeeting::fail() {
   cv_.notify_all();
 }
 
+int ThreadMeeting::waiting() {
+  std::lock_guard<std::mutex> lock(m_);
+  return arrived_;
+}
+
 void ThreadRank::post(const Tensor& t) {
   FLEXTP_CHECK(!t.is_cuda(), "threads play CPU ranks only");
   const char* bytes = static_cast<const char*>(t.raw());

@@ -22,6 +22,8 @@ class ThreadMeeting {
   void wait();
   // A rank that failed: the others' waits throw instead of blocking for ever.
   void fail();
+  // Ranks blocked in wait() now.
+  int waiting();
   std::vector<char>& slot(int rank) { return slots_[rank]; }
 
  private:

@@ -84,21 +84,20 @@ Partition best_split(const TrueMachine& m, const std::vector<double>& speed) {
       while (k < g.units && segment_ms(m, g.name, k + 1, speed[r]) <= t) ++k;
       return k;
     };
-    // The segment's end is one of the ranks' times for some count of units: the least that fits all.
+    // The segment's end is one of the ranks' times for some count of units: the least that fits
+    // all (below a rank's replicated share, the share is the end).
     std::vector<double> ends;
     for (int r = 0; r < n; ++r)
       for (int64_t k = 0; k <= g.units; ++k) ends.push_back(segment_ms(m, g.name, k, speed[r]));
     std::sort(ends.begin(), ends.end());
-    double floor = 0;  // no segment ends before every rank's replicated share
-    for (int r = 0; r < n; ++r) floor = std::max(floor, segment_ms(m, g.name, 0, speed[r]));
     std::vector<int64_t> count(n);
     for (double t : ends) {
-      if (t < floor) continue;
       int64_t total = 0;
       for (int r = 0; r < n; ++r) total += count[r] = fit(r, t);
       if (total >= g.units) break;
     }
-    // Surplus units leave the ranks whose segments end last.
+    // Surplus units leave the ranks whose segments end last (any would leave the step as it is;
+    // these leave the most slack).
     int64_t surplus = -g.units;
     for (int64_t c : count) surplus += c;
     for (; surplus > 0; --surplus) {

@@ -48,7 +48,7 @@ double fluid_ideal_ms(const TrueMachine& m, const std::vector<double>& speed);
 
 // The fastest static split of all (noise free): the groups' segments add up, so each group is
 // split on its own, every rank holding as many units as fit in the shortest segment that can
-// hold them all (a rank that holds none still does its replicated share). The reference that
+// hold them all. The reference that
 // --tp-weights' grid (below) only approximates: its proportional rounding puts the same
 // remainder on the same rank in every layer.
 Partition best_split(const TrueMachine& m, const std::vector<double>& speed);

@@ -55,6 +55,7 @@ TEST_CASE("a rank that failed releases the others' collectives with an error") {
       released = true;
     }
   });
+  while (meeting.waiting() == 0) std::this_thread::yield();
   meeting.fail();
   waiting.join();
   CHECK(released);
