@@ -17,7 +17,7 @@
 //
 //   bench_simulate --oracle [--cases slow2,slow3,two2,mixed,late2] [--policies migrate,hybrid]
 //                  [--steps 40] [--skip 10] [--seeds 3] [--noise 0.02] [--levels 1,1.5,2,3,4]
-//                  [--model-ms 160] [--unit-overhead-ms 0.1] [--collectives-ms 10]
+//                  [--model-ms 160] [--unit-overhead-ms 0.1] [--collectives-ms 10] [--verbose]
 //                  [--n-layer 4 --n-head 4 --n-embd 128 --vocab 256 --mlp-unit 32 --batch 16 --seq-len 128]
 #include "bench/simulate_oracle.h"
 
@@ -88,6 +88,7 @@ struct Run {
   int moves = 0, resized_steps = 0, explored = 0;
   std::map<std::string, int> trials;  // "try", "kept", "undone"
   Partition final_split;
+  std::vector<std::string> log;  // every step that changed something or judged a change
 };
 
 double median_of(std::vector<double> v) {
@@ -98,6 +99,16 @@ double median_of(std::vector<double> v) {
 
 double measured_ms(const Run& run, int64_t start) {
   return median_of(std::vector<double>(run.step_ms.begin() + start, run.step_ms.end()));
+}
+
+// "head 4:4:4:4 mlp 18:18:18:10 vocab 1:1:1:1": units per rank of each kind, over the layers.
+std::string kinds_of(const Partition& p, const std::vector<UnitGroup>& groups) {
+  std::string out;
+  for (UnitKind k : kUnitKinds) {
+    out += std::string(out.empty() ? "" : " ") + unit_kind_name(k) + " ";
+    for (int r = 0; r < p.ranks(); ++r) out += (r ? ":" : "") + std::to_string(units_per_kind(groups, p, r).held[k]);
+  }
+  return out;
 }
 
 Run run_static(const Setup& s, const Case& c, const Partition& p, uint64_t seed, int64_t steps) {
@@ -194,18 +205,20 @@ Run run_policy(const Setup& s, const Case& c, const std::string& policy, uint64_
     transfer_ms = moved ? s.link.transfer_ms(static_cast<double>(d.moved.bytes_sent)) : 0.0;
     if (!d.trial.empty()) ++out.trials[d.trial];
     out.explored += d.explored;
+    if (d.choice != "keep" || !d.trial.empty()) {
+      std::string line = "step " + std::to_string(k) + ": " + d.choice + (d.trial.empty() ? "" : " (" + d.trial + ")");
+      if (moved) line += "; " + d.plan.str() + "; now " + kinds_of(ranks.partition(), s.machine.groups);
+      if (d.trial == "kept" || d.trial == "undone") {
+        char judged[128];
+        std::snprintf(judged, sizeof judged, "; measured %.1f -> %.1f ms, predicted gain %.1f%%; correction",
+                      d.trial_before_ms, d.trial_after_ms, 100 * d.predicted_gain);
+        line += judged;
+        for (double x : d.correction) line += " " + std::to_string(x).substr(0, 5);
+      }
+      out.log.push_back(line);
+    }
   }
   out.final_split = ranks.partition();
-  return out;
-}
-
-// "head 4:4:4:4 mlp 18:18:18:10 vocab 1:1:1:1": units per rank of each kind, over the layers.
-std::string kinds_of(const Partition& p, const std::vector<UnitGroup>& groups) {
-  std::string out;
-  for (UnitKind k : kUnitKinds) {
-    out += std::string(out.empty() ? "" : " ") + unit_kind_name(k) + " ";
-    for (int r = 0; r < p.ranks(); ++r) out += (r ? ":" : "") + std::to_string(units_per_kind(groups, p, r).held[k]);
-  }
   return out;
 }
 
@@ -259,6 +272,8 @@ int simulate_oracle_main(int argc, char** argv) {
   std::vector<double> levels{1, 1.5, 2, 3, 4};
   double model_ms = 160, overhead_ms = 0.1, collectives_ms = 10;
   int64_t batch = 16, seq = 128;
+  bool verbose = false;
+  app.add_flag("--verbose", verbose, "every step of seed 0 that changed something or judged a change");
   app.add_flag("--oracle", oracle, "this table (4 ranks against the oracle) instead of the model's checks");
   app.add_option("--cases", cases, "comma-separated: slow2, slow3, two2, mixed, late2");
   app.add_option("--policies", policies, "--balance policies, comma-separated")->delimiter(',');
@@ -288,6 +303,13 @@ int simulate_oracle_main(int argc, char** argv) {
       auto it = std::find_if(known.begin(), known.end(), [&](const Case& c) { return c.name == name; });
       FLEXTP_CHECK(it != known.end(), "--cases: no case '", name, "'; the cases are slow2, slow3, two2, mixed, late2");
       chosen.push_back(*it);
+      FLEXTP_CHECK(std::max(s.skip, it->onset) < s.steps + it->onset, "--skip ", s.skip, " leaves no step of ",
+                   s.steps + it->onset, " to measure in ", name);
+    }
+    for (const std::string& policy : policies) {
+      BalanceOptions o;
+      o.policy = policy;
+      make_policy(o);  // an unknown name fails here, before any run
     }
     s.model.n_positions = seq;
     s.model.validate();
@@ -312,7 +334,6 @@ int simulate_oracle_main(int argc, char** argv) {
     table += "\n" + rule + "\n";
     for (const Case& c : chosen) {
       const int64_t steps = s.steps + c.onset, start = std::max(s.skip, c.onset);
-      FLEXTP_CHECK(start < steps, "--skip ", s.skip, " leaves no step of ", steps, " to measure");
       const Partition best = best_split(s.machine, c.speed);
       const std::vector<StaticSplit> grid = static_splits(s.machine, c.speed, levels);
       std::vector<double> true_speed;
@@ -351,6 +372,8 @@ int simulate_oracle_main(int argc, char** argv) {
           for (const auto& [e, n] : run.trials) r.trials[e] += n;
           r.explored += run.explored;
           if (seed == 0) r.final_split = kinds_of(run.final_split, s.machine.groups);
+          if (seed == 0 && verbose)
+            for (const std::string& line : run.log) std::printf("    %s %s\n", policy.c_str(), line.c_str());
         }
         r.ms = median_of(per_seed);
         std::printf("  %-8s %.1f ms: %s vs the best split, %s vs even; moves %s, resized steps %s; trials %s over %d "
@@ -358,8 +381,10 @@ int simulate_oracle_main(int argc, char** argv) {
                     policy.c_str(), r.ms, percent(r.ms / oracle).c_str(), percent(r.ms / even_ms).c_str(),
                     counts_text(r.moves).c_str(), counts_text(r.resized).c_str(), trials_text(r).c_str(), s.seeds,
                     r.final_split.c_str());
-        std::snprintf(cell, sizeof cell, " %.1f (%s; %s vs even; moves %s; %s) |", r.ms, percent(r.ms / oracle).c_str(),
-                      percent(r.ms / even_ms).c_str(), counts_text(r.moves).c_str(), trials_text(r).c_str());
+        const bool resized = *std::max_element(r.resized.begin(), r.resized.end()) > 0;
+        std::snprintf(cell, sizeof cell, " %.1f (%s; %s vs even; moves %s;%s %s) |", r.ms, percent(r.ms / oracle).c_str(),
+                      percent(r.ms / even_ms).c_str(), counts_text(r.moves).c_str(),
+                      resized ? (" resized steps " + counts_text(r.resized) + ";").c_str() : "", trials_text(r).c_str());
         table += cell;
       }
       table += "\n";
