@@ -10,10 +10,11 @@
 // The step after a move runs its compute `kSettle` slower (fresh buffers), and the move's transfer
 // (kLink, which the balancer's cost model also knows) is added to its wall time, not to what
 // the monitor measures (as in train).
-// Per case: the oracle (the fastest static split of a grid of weights, noise free, at the speeds
-// after the onset), the even split, the planner's split at the true speeds, each policy and the
-// fluid ideal; the medians of steps after --skip (after the onset for late2), the median of
-// --seeds runs; each policy against the oracle and the even split, its moves and trials.
+// Per case: the oracle (the best static split of all, exact, noise free, at the speeds after the
+// onset: true_machine.h best_split), the best split of a --tp-weights grid (--levels per rank),
+// the even split, the planner's split at the true speeds, each policy and the fluid ideal; the
+// medians of steps after --skip (after the onset for late2), the median of --seeds runs; each
+// policy against the oracle and the even split, its moves and trials.
 //
 //   bench_simulate --oracle [--cases slow2,slow3,two2,mixed,late2] [--policies migrate,hybrid]
 //                  [--steps 40] [--skip 10] [--seeds 3] [--noise 0.02] [--levels 1,1.5,2,3,4]
