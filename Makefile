@@ -66,6 +66,7 @@ bench: build
 	python3 bench/tradeoff.py
 	./$(BUILD_DIR)/bench_priority
 	./$(BUILD_DIR)/bench_simulate
+	./$(BUILD_DIR)/bench_simulate --oracle
 
 clean:
 	rm -rf build build-sanitize build-fuzz

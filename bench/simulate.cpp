@@ -8,6 +8,8 @@
 //
 //   bench_simulate [--measured docs/hetero.json] [--bandwidth-gbs 25] [--latency-us 10]
 //   bench_simulate --grid [...]: data x tensor parallel grids instead (bench/simulate_grid.cpp)
+//   bench_simulate --oracle [...]: the balancer against the best static split on 4 ranks
+//                  (bench/simulate_oracle.cpp)
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/simulate_grid.h"
+#include "bench/simulate_oracle.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "nn/unit_costs.h"
@@ -51,15 +54,18 @@ double allreduce_ms(double bytes, int n, double gbs, double latency_us) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
+  for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--grid") return simulate_grid_main(argc, argv);
+    if (std::string(argv[i]) == "--oracle") return simulate_oracle_main(argc, argv);
+  }
   CLI::App app{"flextp: predicted step times under heterogeneity"};
   std::string measured = "docs/hetero.json";
   double gbs = 25, latency_us = 10;
   app.add_option("--measured", measured, "bench/hetero's results to check the model against");
   app.add_option("--bandwidth-gbs", gbs, "link bandwidth for the large-scale table, GB/s")->check(CLI::PositiveNumber);
   app.add_option("--latency-us", latency_us, "link latency, microseconds")->check(CLI::NonNegativeNumber);
-  app.footer("--grid: data x tensor parallel grids instead (bench_simulate --grid --help)");
+  app.footer("--grid: data x tensor parallel grids instead (bench_simulate --grid --help); --oracle: the balancer "
+             "against the best static split on 4 ranks (bench_simulate --oracle --help)");
   CLI11_PARSE(app, argc, argv);
   std::ifstream in(measured);
   if (in) {
