@@ -336,10 +336,6 @@ std::map<std::string, std::string> read_checkpoint_extra(const std::string& path
   return extra;
 }
 
-std::map<std::string, std::string> read_checkpoint_metadata(const std::string& path) {
-  return read_safetensors_metadata(path);
-}
-
 std::optional<uint64_t> read_checkpoint_seed(const std::string& path) {
   std::string sp;
   try {

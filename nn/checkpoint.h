@@ -65,9 +65,6 @@ std::map<std::string, std::string> read_checkpoint_extra(const std::string& path
 // load_checkpoint picks it); none when there is no such state.
 std::optional<uint64_t> read_checkpoint_seed(const std::string& path);
 
-// The metadata of a checkpoint's weights (its header alone): step, run_id, save_id, config.
-std::map<std::string, std::string> read_checkpoint_metadata(const std::string& path);
-
 // Hugging Face layout <-> flextp layout for one logical tensor of a parameter (or of its optimizer
 // slots), as the parameter's layer declared it (UnitLayout::hf: c_attn and c_fc differ).
 Tensor to_hf_layout(const Parameter& p, const Tensor& logical, const GPTConfig& c);
