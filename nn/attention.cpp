@@ -43,8 +43,4 @@ Tensor CausalSelfAttention::forward(const Tensor& x) const {
   return c_proj.forward(y);                               // [B, T, C]
 }
 
-Tensor CausalSelfAttention::forward_partial(const Tensor& x) const {
-  return c_proj.partial_sum(attention(c_attn.forward(x), active_heads(), numerics()));  // [B, T, C]
-}
-
 }  // namespace flextp

@@ -17,9 +17,6 @@ class CausalSelfAttention : public Module {
   // The heads of block `layer` as a unit group, priced for steps of shape s.
   static UnitGroupInfo unit_group(const GPTConfig& c, int64_t layer, const StepShape& s);
   Tensor forward(const Tensor& x) const;  // [B, T, C] -> [B, T, C]
-  // The forward up to the output projection's all-reduce: this rank's partial sum [B, T, C]
-  // (forward = c_proj.after_sum(reduce_from_tensor_parallel(forward_partial(x)))).
-  Tensor forward_partial(const Tensor& x) const;
   // The heads held here, in local order (the QKV weight's units).
   const std::vector<int64_t>& heads() const { return c_attn.weight.units; }
   int64_t local_heads() const { return static_cast<int64_t>(heads().size()); }

@@ -58,25 +58,18 @@ Tensor active_rows(const Parameter& p) { return p.resized() ? slice_rows(p.value
 
 Tensor Linear::forward(const Tensor& x) const {
   if (split_ == Split::Column) return add(forward_without_bias(x), active_bias());
-  return after_sum(reduce_from_tensor_parallel(partial_sum(x), comm_));
-}
-
-Tensor Linear::partial_sum(const Tensor& x) const {
-  FLEXTP_CHECK(split_ == Split::Row, prefix(), ": only a row-split layer sums partial products over ranks");
   Tensor w = active_rows(weight);
   Tensor partial = matmul(x, w, false, false, numerics().matmul);  // [..., out]: this rank's share of the sum
   if (impute_ == Impute::Stale) {
     Tensor extra = impute_skipped(x, w);
     if (extra.defined()) partial = add(partial, extra);
   }
-  return partial;
+  return add(reduce_from_tensor_parallel(partial, comm_), bias.value);
 }
-
-Tensor Linear::after_sum(const Tensor& sum) const { return add(sum, bias.value); }
 
 Tensor Linear::forward_without_bias(const Tensor& x) const {
   FLEXTP_CHECK(split_ == Split::Column, prefix(), ": only a column-split layer can leave its bias to the next op");
-  return matmul(copy_to_tensor_parallel(x, comm_, overlap_), active_rows(weight), false, true, numerics().matmul);
+  return matmul(copy_to_tensor_parallel(x, comm_), active_rows(weight), false, true, numerics().matmul);
 }
 
 Tensor Linear::active_bias() const { return active_rows(bias); }

@@ -10,7 +10,6 @@
 
 #include "nn/module.h"
 #include "parallel/comm/communicator.h"
-#include "parallel/tp/tp_ops.h"
 
 namespace flextp {
 
@@ -42,13 +41,6 @@ class Linear : public Module {
   // that adds the bias inside its next pass (the MLP's bias_gelu). forward = add(product, bias).
   Tensor forward_without_bias(const Tensor& x) const;
   Tensor active_bias() const;
-  // A row-split forward in two halves around its all-reduce, for a caller that starts the
-  // all-reduce itself and computes meanwhile (GPT's batch chunks):
-  // forward = after_sum(reduce_from_tensor_parallel(partial_sum(x))).
-  Tensor partial_sum(const Tensor& x) const;
-  Tensor after_sum(const Tensor& sum) const;
-  // How a column-split layer's backward all-reduce waits (parallel/tp/tp_ops.h).
-  void set_overlap(Overlap o) { overlap_ = o; }
 
   Parameter& weight;
   Parameter& bias;
@@ -73,7 +65,6 @@ class Linear : public Module {
   Split split_;
   Communicator* comm_;
   Impute impute_ = Impute::Zero;
-  Overlap overlap_ = Overlap::Blocking;
   mutable std::map<int64_t, Tensor> stale_;
 };
 

@@ -24,9 +24,9 @@ MLP::MLP(const std::string& prefix, const GPTConfig& c, std::shared_ptr<const Un
       c_proj(add_module(std::make_unique<Linear>(child_prefix("c_proj"), mlp_row_spec(c, group, blocks), c.seed,
                                                  c.dtype, comm))) {}
 
-Tensor MLP::forward_partial(const Tensor& x) const {
+Tensor MLP::forward(const Tensor& x) const {
   // c_fc's bias is added inside the GELU pass (bitwise gelu(c_fc.forward(x)), one pass fewer).
-  return c_proj.partial_sum(bias_gelu(c_fc.forward_without_bias(x), c_fc.active_bias()));  // [B, T, C] -> [B, T, U*M] -> [B, T, C]
+  return c_proj.forward(bias_gelu(c_fc.forward_without_bias(x), c_fc.active_bias()));  // [B, T, C] -> [B, T, U*M] -> [B, T, C]
 }
 
 }  // namespace flextp

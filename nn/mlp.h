@@ -14,7 +14,7 @@ class MLP : public MlpLayer {
       std::vector<int64_t> blocks, Communicator* comm);
   // The neuron blocks of block `layer` as a unit group, priced for steps of shape s.
   static UnitGroupInfo unit_group(const GPTConfig& c, int64_t layer, const StepShape& s);
-  Tensor forward_partial(const Tensor& x) const override;  // [B, T, C] -> this rank's partial [B, T, C]
+  Tensor forward(const Tensor& x) const override;  // [B, T, C] -> [B, T, C]
   const std::vector<int64_t>& blocks() const { return c_fc.weight.units; }
   Linear& row_split_layer() const override { return c_proj; }
 

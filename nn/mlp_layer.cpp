@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "parallel/tp/tp_ops.h"
 
 namespace flextp {
 
@@ -25,11 +24,6 @@ const std::vector<MlpKind>& registry() {
 }
 
 }  // namespace
-
-Tensor MlpLayer::forward(const Tensor& x) const {
-  Linear& out = row_split_layer();
-  return out.after_sum(reduce_from_tensor_parallel(forward_partial(x), out.comm()));
-}
 
 LinearSpec mlp_column_spec(const GPTConfig& c, std::shared_ptr<const UnitGroupInfo> group,
                            const std::vector<int64_t>& blocks) {

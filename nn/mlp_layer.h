@@ -17,10 +17,7 @@ namespace flextp {
 class MlpLayer : public Module {
  public:
   using Module::Module;
-  Tensor forward(const Tensor& x) const;  // [B, T, C] -> [B, T, C]
-  // The forward up to the row-split layer's all-reduce: this rank's partial sum [B, T, C]
-  // (forward = row_split_layer().after_sum(reduce_from_tensor_parallel(forward_partial(x)))).
-  virtual Tensor forward_partial(const Tensor& x) const = 0;
+  virtual Tensor forward(const Tensor& x) const = 0;  // [B, T, C] -> [B, T, C]
   // The row-split layer, which fills in for the blocks priority resizing skips (it sums the
   // blocks' contributions).
   virtual Linear& row_split_layer() const = 0;

@@ -29,9 +29,9 @@ SwiGluMlp::SwiGluMlp(const std::string& prefix, const GPTConfig& c, std::shared_
       c_proj(add_module(std::make_unique<Linear>(child_prefix("c_proj"), mlp_row_spec(c, group, blocks), c.seed,
                                                  c.dtype, comm))) {}
 
-Tensor SwiGluMlp::forward_partial(const Tensor& x) const {
-  // [B, T, C] -> gate and up [B, T, U*M] -> [B, T, C] (this rank's partial sum)
-  return c_proj.partial_sum(mul(silu(c_gate.forward(x)), c_up.forward(x)));
+Tensor SwiGluMlp::forward(const Tensor& x) const {
+  // [B, T, C] -> gate and up [B, T, U*M] -> [B, T, C]
+  return c_proj.forward(mul(silu(c_gate.forward(x)), c_up.forward(x)));
 }
 
 }  // namespace flextp

@@ -23,7 +23,7 @@ class SwiGluMlp : public MlpLayer {
             std::vector<int64_t> blocks, Communicator* comm);
   // The neuron blocks of block `layer` as a unit group, priced for steps of shape s.
   static UnitGroupInfo unit_group(const GPTConfig& c, int64_t layer, const StepShape& s);
-  Tensor forward_partial(const Tensor& x) const override;  // [B, T, C] -> this rank's partial [B, T, C]
+  Tensor forward(const Tensor& x) const override;  // [B, T, C] -> [B, T, C]
   Linear& row_split_layer() const override { return c_proj; }
 
   Linear& c_gate;  // weight [U*M, C], bias [U*M]
