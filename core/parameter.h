@@ -44,7 +44,7 @@ struct Parameter {
   bool resized() const { return active_rows >= 0 && active_rows < value.size(0); }
   Tensor grad() const { return value.grad(); }
   // The unit group (only for a parameter with units).
-  const UnitGroupInfo& group() const { return *layout->group; }
+  const UnitGroup& group() const { return *layout->group; }
   int64_t unit_rows() const { return layout ? layout->unit_rows : 0; }
   // Rows of the whole logical parameter: all units' rows, or value's own for a replicated one.
   int64_t logical_rows() const { return layout ? layout->logical_rows : (value.ndim() ? value.size(0) : 1); }

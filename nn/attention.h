@@ -12,10 +12,10 @@ class CausalSelfAttention : public Module {
  public:
   // `heads`: the units of `group` (this layer's heads) held here, in local order.
   CausalSelfAttention(const std::string& prefix, const GPTConfig& c,
-                      std::shared_ptr<const UnitGroupInfo> group, std::vector<int64_t> heads,
+                      std::shared_ptr<const UnitGroup> group, std::vector<int64_t> heads,
                       Communicator* comm);
   // The heads of block `layer` as a unit group, priced for steps of shape s.
-  static UnitGroupInfo unit_group(const GPTConfig& c, int64_t layer, const StepShape& s);
+  static UnitGroup unit_group(const GPTConfig& c, int64_t layer, const StepShape& s);
   Tensor forward(const Tensor& x) const;  // [B, T, C] -> [B, T, C]
   // The heads held here, in local order (the QKV weight's units).
   const std::vector<int64_t>& heads() const { return c_attn.weight.units; }

@@ -13,7 +13,7 @@ Block::Block(int64_t layer, const GPTConfig& c, const UnitRegistry& units, std::
       attn(add_module(std::make_unique<CausalSelfAttention>(
           child_prefix("attn"), c, units.group(UnitKind::Head, layer), std::move(heads), comm))),
       ln_2(add_module(std::make_unique<LayerNorm>(child_prefix("ln_2"), c.n_embd, c.dtype))),
-      mlp(add_module(mlp_kind(c.mlp).make(child_prefix("mlp"), c, units.group(UnitKind::Mlp, layer),
+      mlp(add_module(mlp_registration(c.mlp).make(child_prefix("mlp"), c, units.group(UnitKind::Mlp, layer),
                                           std::move(mlp_blocks), comm))),
       attn_stream_(rng::stream_id((prefix() + ".attn").c_str())),
       mlp_stream_(rng::stream_id((prefix() + ".mlp").c_str())) {}

@@ -1,8 +1,8 @@
 #pragma once
 // A transformer block, pre-LayerNorm: x + attn(ln_1(x)), then + mlp(ln_2(x)).
 #include "nn/attention.h"
-#include "nn/layer_norm.h"
-#include "nn/mlp_layer.h"
+#include "nn/layernorm.h"
+#include "nn/mlp.h"
 #include "nn/units.h"
 
 namespace flextp {
@@ -23,7 +23,7 @@ class Block : public Module {
   LayerNorm& ln_1;
   CausalSelfAttention& attn;
   LayerNorm& ln_2;
-  MlpLayer& mlp;  // of the kind GPTConfig::mlp names
+  Mlp& mlp;  // of the kind GPTConfig::mlp names
 
  private:
   uint64_t attn_stream_, mlp_stream_;  // the dropout streams of the two branches

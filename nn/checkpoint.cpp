@@ -18,7 +18,7 @@
 #include "core/temp_files.h"
 #include "core/text_fields.h"
 #include "nn/hf_gpt2.h"
-#include "nn/mlp_layer.h"
+#include "nn/mlp.h"
 #include "nn/stale_state.h"
 #include "parallel/tp/unit_gather.h"
 
@@ -291,7 +291,7 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
 }
 
 void check_gpt2_exportable(const GPTConfig& c) {
-  FLEXTP_CHECK(!mlp_kind(c.mlp).gpt2_activation.empty(), "a model with the ", c.mlp,
+  FLEXTP_CHECK(!mlp_registration(c.mlp).gpt2_activation.empty(), "a model with the ", c.mlp,
                " MLP is not GPT-2 (whose MLP is gelu): transformers' GPT2LMHeadModel cannot load it");
 }
 
@@ -315,7 +315,7 @@ void export_hf(const std::string& dir, GPT& model, Communicator* comm, const std
                            {"n_layer", c.n_layer},
                            {"n_head", c.n_head},
                            {"n_inner", c.mlp_hidden()},
-                           {"activation_function", mlp_kind(c.mlp).gpt2_activation},
+                           {"activation_function", mlp_registration(c.mlp).gpt2_activation},
                            {"layer_norm_epsilon", 1e-5},
                            {"resid_pdrop", 0.0},
                            {"embd_pdrop", 0.0},

@@ -65,7 +65,7 @@ Tensor GPT::hidden(const Tensor& ids) const {
   return ln_f_->forward(x);                                          // [B, T, C]
 }
 
-UnitGroupInfo GPT::vocab_unit_group(const GPTConfig& c, const StepShape& s) {
+UnitGroup GPT::vocab_unit_group(const GPTConfig& c, const StepShape& s) {
   const double n = static_cast<double>(s.batch * s.seq_len), ch = static_cast<double>(c.n_embd);
   const double v = static_cast<double>(c.vocab_unit);
   // Forward + backward of the LM head's product, and the softmax over the block's logits.

@@ -47,7 +47,7 @@ class GPT : public Module {
   const UnitRegistry& units() const { return units_; }
   // The vocabulary blocks (token embedding and tied LM head) as a unit group, priced for steps
   // of shape s.
-  static UnitGroupInfo vocab_unit_group(const GPTConfig& c, const StepShape& s);
+  static UnitGroup vocab_unit_group(const GPTConfig& c, const StepShape& s);
 
   Parameter& wte;  // [Vp, C] token embedding, also the LM head (this rank's rows)
   Parameter& wpe;  // [n_positions, C] position embedding

@@ -23,7 +23,7 @@ enum class Impute { Zero, Stale };
 struct LinearSpec {
   int64_t in = 0, out = 0;
   Split split = Split::Column;
-  std::shared_ptr<const UnitGroupInfo> group;  // the units' group; none for an unsplit layer
+  std::shared_ptr<const UnitGroup> group;  // the units' group; none for an unsplit layer
   int64_t unit_rows = 0;         // weight rows per unit
   std::vector<int64_t> units;    // owned units, local order (ignored without a group)
   double init_std = 0.02;
