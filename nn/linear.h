@@ -4,7 +4,6 @@
 //   Row:    y = x W + b,   W [in_local, out], b [out] replicated (added once, after the sum
 //           of the ranks' partial products); the input features are units.
 // With all units on one rank both are the ordinary linear layer.
-#include <map>
 #include <memory>
 #include <vector>
 
@@ -16,8 +15,11 @@ namespace flextp {
 enum class Split { Column, Row };
 
 // What a row-split layer adds for the units priority resizing skips: nothing (zero), or each
-// skipped unit's mean contribution over the tokens of its last active training steps (stale), so that the
-// output keeps its scale for the other ranks and the next layer.
+// skipped unit's mean contribution over the tokens of its last active training steps (stale), so
+// that the output keeps its scale for the other ranks and the next layer. The running means are
+// the weight's slot kStaleMeanSlot (core/parameter.h), unit u's in the first of its rows: they
+// travel, reorder and checkpoint with the unit as the optimizer's slots do. Like a batch norm's
+// running statistics they move in a training forward (grad enabled) only.
 enum class Impute { Zero, Stale };
 
 struct LinearSpec {
@@ -47,12 +49,6 @@ class Linear : public Module {
   Split split() const { return split_; }
   Communicator* comm() const { return comm_; }
   void set_impute(Impute m) { impute_ = m; }
-  // The running mean contribution [out] of a unit, when known (row split, stale imputation).
-  const Tensor* stale_contribution(int64_t unit) const;
-  // Every known running mean by unit, and their replacement (checkpoints save them with the
-  // optimizer state: they are training state, and a resume must impute what the run would have).
-  const std::map<int64_t, Tensor>& stale_means() const { return stale_; }
-  void set_stale_means(std::map<int64_t, Tensor> means) { stale_ = std::move(means); }
 
  private:
   static Tensor initial_weight(const std::string& prefix, const LinearSpec& spec, uint64_t seed,
@@ -65,7 +61,6 @@ class Linear : public Module {
   Split split_;
   Communicator* comm_;
   Impute impute_ = Impute::Zero;
-  mutable std::map<int64_t, Tensor> stale_;
 };
 
 }  // namespace flextp
