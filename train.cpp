@@ -356,7 +356,6 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   model.set_numerics(numerics_of(matmul_precision_of(o.tf32, o.bf16), o.attention));
   set_weight_decay(model.parameters(), o.no_decay);
   model.set_imputation(o.impute == "stale" ? Impute::Stale : Impute::Zero);
-  model.set_tp_chunks(o.tp_chunks);
   std::unique_ptr<Optimizer> opt = make_optimizer(o);
   TrainState loaded;
   if (!o.load.empty()) loaded = load_checkpoint(o.load, model, o.eval_only ? nullptr : opt.get(), &comm);

@@ -3,7 +3,7 @@
 #include <cctype>
 #include <utility>
 
-#include "nn/mlp_layer.h"
+#include "nn/mlp.h"
 #include "parallel/balance/policy.h"
 #include "tools/tokenizer_flags.h"
 
@@ -136,10 +136,6 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--micro-batch", o.micro_batch,
                  "windows per forward/backward; a replica accumulates its share of --batch in micro-steps (default: "
                  "its whole share)")
-      ->check(positive);
-  app.add_option("--tp-chunks", o.tp_chunks,
-                 "run each micro-step's batch in N chunks whose tensor-parallel all-reduces overlap the other chunks' "
-                 "compute (1: the whole batch at once, no overlap)")
       ->check(positive);
   app.add_option("--dp-bucket-mb", o.dp_bucket_mb, "data-parallel gradient all-reduces in buckets of about this many MB")
       ->check(CLI::PositiveNumber);

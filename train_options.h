@@ -53,7 +53,6 @@ struct TrainOptions {
   std::string fault_hang;                // testing: RANK:STEP stops that rank there (alive, silent)
   // the process grid: tp ranks per tensor-parallel group (0: all), the rest data parallel
   int64_t tp = 0, micro_batch = 0;  // micro_batch 0: a replica's whole share at once
-  int64_t tp_chunks = 1;            // batch chunks whose tensor-parallel all-reduces overlap (GPT::set_tp_chunks)
   double dp_bucket_mb = 25;         // data-parallel gradient buckets, MB
   std::string dp_shares = "speed";  // windows per replica: "speed" (balanced by speed) or "even"
   // tensor parallelism and balancing

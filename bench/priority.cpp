@@ -51,7 +51,7 @@ void train(GPT& model, const BatchSampler& sampler, int64_t steps) {
     Batch b = sampler.at_step(step);
     Tensor loss = model.loss(b.ids, b.targets);
     loss.backward();
-    clip_grad_norm(params, 1.0, nullptr);
+    clip_to_norm(params, 1.0, norm_of({grad_squares(params)}));
     opt.step(params, sched.at(step));
     for (Parameter* p : params) p->value.zero_grad();
     if ((step + 1) % 100 == 0) std::printf("  trained %lld steps, loss %.4f\n", (long long)step + 1, loss.item());

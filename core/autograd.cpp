@@ -11,41 +11,6 @@ thread_local bool g_grad_enabled = true;
 thread_local LeafGradReady g_leaf_ready;
 std::atomic<uint64_t> g_sequence{0};
 
-// The completion of the gradients one backward closure returned (defer_gradients); it runs once.
-struct Deferred {
-  std::function<bool()> done;
-  std::function<void()> wait;
-  bool finished = false;
-};
-using Waits = std::vector<std::shared_ptr<Deferred>>;
-// Where defer_gradients files the running closure's completion (set only inside run_backward).
-thread_local Waits* g_deferring = nullptr;
-
-void finish(Waits& waits) {
-  for (auto& w : waits)
-    if (!w->finished) w->wait(), w->finished = true;
-  waits.clear();
-}
-// Whether no wait is left, from what every rank knows alike: the engine's choice of the next node
-// must be the same on every rank, since a node it runs may start a collective (MPI matches them
-// by call order). Whether a wait would return at once differs by rank's timing, so it only
-// drives progress (poll), never the choice.
-bool complete(const Waits& waits) {
-  for (const auto& w : waits)
-    if (!w->finished) return false;
-  return true;
-}
-void poll(const Waits& waits) {
-  for (const auto& w : waits)
-    if (!w->finished) w->done();
-}
-
-// A gradient on its way to a node: its value, and the communication it still waits for.
-struct PendingGrad {
-  Tensor g;
-  Waits waits;
-};
-
 bool needs_grad(const Tensor& t) { return t.defined() && (t.requires_grad() || t.grad_fn()); }
 
 // Whether `g` (held by `holders` handles) is the only way to its memory, all of it: then the
@@ -62,18 +27,13 @@ bool sole_owner(const Tensor& g, long holders) {
 // Adds g into a slot: the first contribution is kept as is (no copy), later ones are summed into
 // the slot's own tensor when no one else can see it, else into a fresh tensor, since the first may
 // share memory with a tensor some other node still reads (the same sums either way).
-// A lone contribution keeps its communication pending; a sum needs both complete first.
-void accumulate(PendingGrad& slot, const Tensor& g, const Waits& waits) {
-  if (!slot.g.defined()) {
-    slot.g = g;
-    slot.waits = waits;
+void accumulate(Tensor& slot, const Tensor& g) {
+  if (!slot.defined()) {
+    slot = g;
     return;
   }
-  Waits mine = waits;
-  finish(slot.waits);
-  finish(mine);
-  if (!sole_owner(slot.g, 1)) slot.g = slot.g.clone();
-  add_inplace(slot.g, g);
+  if (!sole_owner(slot, 1)) slot = slot.clone();
+  add_inplace(slot, g);
 }
 
 // A leaf's gradient accumulates (+=) over backward passes; the first contribution becomes the
@@ -140,14 +100,6 @@ void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, Ba
   out.impl().requires_grad = true;
 }
 
-void defer_gradients(std::function<bool()> done, std::function<void()> wait) {
-  if (!g_deferring) {
-    wait();
-    return;
-  }
-  g_deferring->push_back(std::make_shared<Deferred>(Deferred{std::move(done), std::move(wait)}));
-}
-
 void run_backward(const Tensor& root, const Tensor& grad_root) {
   FLEXTP_CHECK(needs_grad(root), "backward() on a tensor that does not require grad (", root.str(),
                "): no input of the computation had requires_grad set");
@@ -178,26 +130,13 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
     }
 
   NoGradGuard no_grad;  // backward closures compute with ops but record nothing
-  std::unordered_map<Node*, PendingGrad> pending;
-  pending[root.grad_fn().get()].g = g0;
+  std::unordered_map<Node*, Tensor> pending;
+  pending[root.grad_fn().get()] = g0;
   std::vector<Node*> ready{root.grad_fn().get()};
-  Waits deferred;  // what the running closure's gradients wait for
-  auto complete_now = [&](Node* n) {
-    auto it = pending.find(n);
-    if (it == pending.end()) return true;
-    poll(it->second.waits);
-    return complete(it->second.waits);
-  };
   while (!ready.empty()) {
-    // The latest created ready node, among those whose gradient waits for no communication if
-    // there are any: one still in communication waits while the others run.
-    size_t pick = 0;
-    bool pick_complete = complete_now(ready[0]);
-    for (size_t i = 1; i < ready.size(); ++i) {
-      bool c = complete_now(ready[i]);
-      if ((c && !pick_complete) || (c == pick_complete && ready[i]->sequence > ready[pick]->sequence))
-        pick = i, pick_complete = c;
-    }
+    size_t pick = 0;  // the latest created ready node
+    for (size_t i = 1; i < ready.size(); ++i)
+      if (ready[i]->sequence > ready[pick]->sequence) pick = i;
     Node* node = ready[pick];
     ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(pick));
     FLEXTP_CHECK(!node->released, "backward through a graph that was already freed (node ",
@@ -205,22 +144,11 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
     auto found = pending.find(node);
     const bool ran = found != pending.end();
     if (ran) {
-      PendingGrad g = std::move(found->second);
+      Tensor g = std::move(found->second);
       pending.erase(found);  // before the gradients below insert (a rehash would move it)
-      finish(g.waits);
       std::vector<bool> needs(node->edges.size());
       for (size_t i = 0; i < needs.size(); ++i) needs[i] = node->edges[i].needed();
-      deferred.clear();
-      Waits* outer = g_deferring;
-      g_deferring = &deferred;
-      std::vector<Tensor> grads;
-      try {
-        grads = node->backward(g.g, needs);
-      } catch (...) {
-        g_deferring = outer;
-        throw;
-      }
-      g_deferring = outer;
+      std::vector<Tensor> grads = node->backward(g, needs);
       FLEXTP_CHECK(grads.size() == node->edges.size(), "backward of ", node->name, " returned ",
                    grads.size(), " gradients for ", node->edges.size(), " inputs");
       for (size_t i = 0; i < grads.size(); ++i) {
@@ -228,10 +156,9 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
         if (!e.needed() || !grads[i].defined()) continue;
         if (e.node) {
           check_grad(*node, i, grads[i], e.node->out_shape, e.node->out_dtype);
-          accumulate(pending[e.node.get()], grads[i], deferred);
+          accumulate(pending[e.node.get()], grads[i]);
         } else {
           check_grad(*node, i, grads[i], e.leaf->shape, e.leaf->dtype);
-          finish(deferred);  // a leaf's gradient is summed at once
           // Held by `grads` alone when the closure kept no handle of its own: it may be kept.
           add_to_leaf_grad(Tensor(e.leaf), grads[i], 1);
         }

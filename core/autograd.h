@@ -2,9 +2,8 @@
 // A small tape-free autograd: every differentiable op records a Node holding edges to its inputs
 // and a closure computing the inputs' gradients from the output's gradient. backward() finds the
 // nodes iteratively (no recursion: deep graphs cannot overflow the stack), runs each once all its
-// consumers ran, latest created first, and frees each node as soon as it has run. Latest created
-// first makes the backward mirror the forward: a forward that interleaves independent streams
-// (GPT's batch chunks) gets a backward that interleaves them too.
+// consumers ran, latest created first (the backward mirrors the forward), and frees each node as
+// soon as it has run.
 //
 // Gradient convention: gradients of leaves (parameters) accumulate (+=) across backward calls
 // until zero_grad(); gradients flowing between nodes are summed when a tensor is used twice.
@@ -61,15 +60,6 @@ class NoGradGuard {
 void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn fn);
 
 void run_backward(const Tensor& root, const Tensor& grad);
-
-// Called from inside a backward closure that started communication on the gradients it returns
-// (a tensor-parallel all-reduce): they hold their values only once `wait` ran. The engine runs it
-// right before one of them is first read, and meanwhile runs the other nodes that are ready, so
-// the communication overlaps their compute. `done` (non-blocking) is called meanwhile to let the
-// communication progress; its answer never picks the next node, which must be the same on every
-// rank (each rank's timing differs, and a node may start a collective). Outside a backward,
-// `wait` runs at once.
-void defer_gradients(std::function<bool()> done, std::function<void()> wait);
 
 // Told, during a backward, of each leaf whose gradient that backward will not change any more:
 // after the last node with an edge to the leaf ran (or was passed over, no gradient reaching it).

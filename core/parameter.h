@@ -1,8 +1,9 @@
 #pragma once
-// A trainable parameter: its value (whose .grad() is the gradient), the optimizer's state slots
-// of the same shape (Adam's m and v, SGD's momentum), and how its rows split into
-// tensor-parallel units. Everything a unit needs in order to move to another rank is here, so
-// optim/ and parallel/ work on parameters without knowing the layers.
+// A trainable parameter: its value (whose .grad() is the gradient), state slots of the same shape
+// (the optimizer's: Adam's m and v, SGD's momentum; a layer's per-unit statistics: stale
+// imputation's means), and how its rows split into tensor-parallel units. Everything a unit needs
+// in order to move to another rank is here, so optim/ and parallel/ work on parameters without
+// knowing the layers: migration, resizing's reordering and checkpoints carry every slot.
 #include <map>
 #include <memory>
 #include <string>
@@ -14,12 +15,17 @@
 
 namespace flextp {
 
+// The slot of a row-split layer's weight that holds stale imputation's running means (nn/linear.h).
+// They are statistics of the data this replica saw: unlike the optimizer's slots, data-parallel
+// replicas need not agree on them.
+inline constexpr const char* kStaleMeanSlot = "stale_mean";
+
 struct Parameter {
   std::string name;  // logical name, the same on every rank (Hugging Face GPT-2 names)
   Tensor value;      // a leaf that requires grad
-  std::map<std::string, Tensor> state;  // optimizer slots, each of value's shape
-  // The optimizer slot `name`, created as zeros of value's shape (on its device) when missing or
-  // of another shape: the optimizer's first step, or a repartition before the first step.
+  std::map<std::string, Tensor> state;  // slots by name, each of value's shape
+  // The slot `name`, created as zeros of value's shape (on its device) when missing or of another
+  // shape: the optimizer's first step, or a repartition before the first step.
   Tensor& slot(const std::string& name) {
     auto it = state.find(name);
     if (it == state.end() || it->second.shape() != value.shape())
@@ -44,7 +50,7 @@ struct Parameter {
   bool resized() const { return active_rows >= 0 && active_rows < value.size(0); }
   Tensor grad() const { return value.grad(); }
   // The unit group (only for a parameter with units).
-  const UnitGroupInfo& group() const { return *layout->group; }
+  const UnitGroup& group() const { return *layout->group; }
   int64_t unit_rows() const { return layout ? layout->unit_rows : 0; }
   // Rows of the whole logical parameter: all units' rows, or value's own for a replicated one.
   int64_t logical_rows() const { return layout ? layout->logical_rows : (value.ndim() ? value.size(0) : 1); }

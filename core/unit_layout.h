@@ -36,7 +36,7 @@ struct StepShape {
   int optimizer_slots = 0;
 };
 
-struct UnitGroupInfo {
+struct UnitGroup {
   std::string name;          // the partition's key, "h.<layer>.head", "h.<layer>.mlp", "vocab"
   UnitKind kind = UnitKind::Head;
   int64_t layer = -1;        // the block it belongs to; -1 for a model-wide group (vocabulary)
@@ -72,7 +72,7 @@ enum class HfLayout { AsIs, Conv1D, Conv1DQkv };
 // How a parameter's rows split into its group's units. Parameters of the same row shape in one
 // layer (a weight and its bias) share one layout object.
 struct UnitLayout {
-  std::shared_ptr<const UnitGroupInfo> group;
+  std::shared_ptr<const UnitGroup> group;
   int64_t unit_rows = 0;     // rows per unit (the last unit may have fewer)
   int64_t logical_rows = 0;  // rows of the whole logical parameter (all units)
   HfLayout hf = HfLayout::AsIs;

@@ -7,17 +7,17 @@
 
 namespace flextp {
 namespace {
-LinearSpec qkv_spec(const GPTConfig& c, std::shared_ptr<const UnitGroupInfo> g, const std::vector<int64_t>& heads) {
+LinearSpec qkv_spec(const GPTConfig& c, std::shared_ptr<const UnitGroup> g, const std::vector<int64_t>& heads) {
   return {c.n_embd, 3 * c.n_embd, Split::Column, std::move(g), 3 * c.head_dim(), heads, 0.02, HfLayout::Conv1DQkv};
 }
-LinearSpec proj_spec(const GPTConfig& c, std::shared_ptr<const UnitGroupInfo> g, const std::vector<int64_t>& heads) {
+LinearSpec proj_spec(const GPTConfig& c, std::shared_ptr<const UnitGroup> g, const std::vector<int64_t>& heads) {
   // GPT-2 scales residual projections by 1/sqrt(2 L): two per block add into the stream.
   return {c.n_embd, c.n_embd, Split::Row, std::move(g), c.head_dim(), heads, 0.02 / std::sqrt(2.0 * c.n_layer),
           HfLayout::AsIs};
 }
 }  // namespace
 
-UnitGroupInfo CausalSelfAttention::unit_group(const GPTConfig& c, int64_t layer, const StepShape& s) {
+UnitGroup CausalSelfAttention::unit_group(const GPTConfig& c, int64_t layer, const StepShape& s) {
   const double n = static_cast<double>(s.batch * s.seq_len), t = static_cast<double>(s.seq_len);
   const double ch = static_cast<double>(c.n_embd), d = static_cast<double>(c.head_dim());
   // Forward + backward: three times the forward's matrix products (QKV, scores and values, out).
@@ -27,7 +27,7 @@ UnitGroupInfo CausalSelfAttention::unit_group(const GPTConfig& c, int64_t layer,
 }
 
 CausalSelfAttention::CausalSelfAttention(const std::string& prefix, const GPTConfig& c,
-                                         std::shared_ptr<const UnitGroupInfo> group,
+                                         std::shared_ptr<const UnitGroup> group,
                                          std::vector<int64_t> heads, Communicator* comm)
     : Module(prefix),
       c_attn(add_module(std::make_unique<Linear>(child_prefix("c_attn"), qkv_spec(c, group, heads),
@@ -41,10 +41,6 @@ Tensor CausalSelfAttention::forward(const Tensor& x) const {
   Tensor qkv = c_attn.forward(x);                         // [B, T, U*3*D] (U: active heads)
   Tensor y = attention(qkv, active_heads(), numerics());  // [B, T, U*D]
   return c_proj.forward(y);                               // [B, T, C]
-}
-
-Tensor CausalSelfAttention::forward_partial(const Tensor& x) const {
-  return c_proj.partial_sum(attention(c_attn.forward(x), active_heads(), numerics()));  // [B, T, C]
 }
 
 }  // namespace flextp

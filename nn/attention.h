@@ -12,14 +12,11 @@ class CausalSelfAttention : public Module {
  public:
   // `heads`: the units of `group` (this layer's heads) held here, in local order.
   CausalSelfAttention(const std::string& prefix, const GPTConfig& c,
-                      std::shared_ptr<const UnitGroupInfo> group, std::vector<int64_t> heads,
+                      std::shared_ptr<const UnitGroup> group, std::vector<int64_t> heads,
                       Communicator* comm);
   // The heads of block `layer` as a unit group, priced for steps of shape s.
-  static UnitGroupInfo unit_group(const GPTConfig& c, int64_t layer, const StepShape& s);
+  static UnitGroup unit_group(const GPTConfig& c, int64_t layer, const StepShape& s);
   Tensor forward(const Tensor& x) const;  // [B, T, C] -> [B, T, C]
-  // The forward up to the output projection's all-reduce: this rank's partial sum [B, T, C]
-  // (forward = c_proj.after_sum(reduce_from_tensor_parallel(forward_partial(x)))).
-  Tensor forward_partial(const Tensor& x) const;
   // The heads held here, in local order (the QKV weight's units).
   const std::vector<int64_t>& heads() const { return c_attn.weight.units; }
   int64_t local_heads() const { return static_cast<int64_t>(heads().size()); }

@@ -13,11 +13,10 @@ Block::Block(int64_t layer, const GPTConfig& c, const UnitRegistry& units, std::
       attn(add_module(std::make_unique<CausalSelfAttention>(
           child_prefix("attn"), c, units.group(UnitKind::Head, layer), std::move(heads), comm))),
       ln_2(add_module(std::make_unique<LayerNorm>(child_prefix("ln_2"), c.n_embd, c.dtype))),
-      mlp(add_module(mlp_kind(c.mlp).make(child_prefix("mlp"), c, units.group(UnitKind::Mlp, layer),
+      mlp(add_module(mlp_registration(c.mlp).make(child_prefix("mlp"), c, units.group(UnitKind::Mlp, layer),
                                           std::move(mlp_blocks), comm))),
       attn_stream_(rng::stream_id((prefix() + ".attn").c_str())),
-      mlp_stream_(rng::stream_id((prefix() + ".mlp").c_str())),
-      comm_(comm) {}
+      mlp_stream_(rng::stream_id((prefix() + ".mlp").c_str())) {}
 
 std::vector<Linear*> Block::row_split_layers() const {
   return {&attn.row_split_layer(), &mlp.row_split_layer()};
@@ -28,21 +27,6 @@ Tensor Block::forward(const Tensor& x, double p, uint64_t seed, uint64_t first) 
   Tensor h;  // [B, T, C]: x + the attention's output, and ln_2 of it, in one pass
   Tensor normed = ln_2.forward_after_add(x, dropout(attn.forward(ln_1.forward(x)), p, seed, attn_stream_, first), h);
   return add(h, dropout(mlp.forward(normed), p, seed, mlp_stream_, first));  // [B, T, C]
-}
-
-StartedReduce Block::start_attention(const Tensor& x) const {
-  return StartedReduce(attn.forward_partial(ln_1.forward(x)), comm_);
-}
-
-StartedReduce Block::start_mlp(const Tensor& x, StartedReduce& attention_sum, double p, uint64_t seed,
-                               uint64_t first, Tensor& h) const {
-  Tensor a = attn.row_split_layer().after_sum(attention_sum.finish());
-  Tensor normed = ln_2.forward_after_add(x, dropout(a, p, seed, attn_stream_, first), h);
-  return StartedReduce(mlp.forward_partial(normed), comm_);
-}
-
-Tensor Block::finish(const Tensor& h, StartedReduce& mlp_sum, double p, uint64_t seed, uint64_t first) const {
-  return add(h, dropout(mlp.row_split_layer().after_sum(mlp_sum.finish()), p, seed, mlp_stream_, first));
 }
 
 }  // namespace flextp

@@ -1,8 +1,8 @@
 #pragma once
 // A transformer block, pre-LayerNorm: x + attn(ln_1(x)), then + mlp(ln_2(x)).
 #include "nn/attention.h"
-#include "nn/layer_norm.h"
-#include "nn/mlp_layer.h"
+#include "nn/layernorm.h"
+#include "nn/mlp.h"
 #include "nn/units.h"
 
 namespace flextp {
@@ -17,29 +17,16 @@ class Block : public Module {
   // `dropout_first`: x's first element in the step's batch (core/ops/dropout.h).
   Tensor forward(const Tensor& x, double dropout, uint64_t dropout_seed, uint64_t dropout_first = 0) const;
 
-  // The same forward in three stages that end or begin at the two all-reduces, so that a caller
-  // running several batch chunks computes one chunk while another's all-reduce is on its way
-  // (GPT::set_tp_chunks): forward(x) = finish(h, start_mlp(x, start_attention(x), h)), with
-  // the same values (the masks are those of forward with the same arguments).
-  StartedReduce start_attention(const Tensor& x) const;
-  // Waits for the attention's sum; h becomes x + the attention's output.
-  StartedReduce start_mlp(const Tensor& x, StartedReduce& attention_sum, double dropout, uint64_t dropout_seed,
-                          uint64_t dropout_first, Tensor& h) const;
-  // Waits for the MLP's sum: the block's output.
-  Tensor finish(const Tensor& h, StartedReduce& mlp_sum, double dropout, uint64_t dropout_seed,
-                uint64_t dropout_first) const;
-
   // The row-split layers, which fill in for the units priority resizing skips.
   std::vector<Linear*> row_split_layers() const;
 
   LayerNorm& ln_1;
   CausalSelfAttention& attn;
   LayerNorm& ln_2;
-  MlpLayer& mlp;  // of the kind GPTConfig::mlp names
+  Mlp& mlp;  // of the kind GPTConfig::mlp names
 
  private:
   uint64_t attn_stream_, mlp_stream_;  // the dropout streams of the two branches
-  Communicator* comm_;
 };
 
 }  // namespace flextp

@@ -18,8 +18,7 @@
 #include "core/temp_files.h"
 #include "core/text_fields.h"
 #include "nn/hf_gpt2.h"
-#include "nn/mlp_layer.h"
-#include "nn/stale_state.h"
+#include "nn/mlp.h"
 #include "parallel/tp/unit_gather.h"
 
 namespace flextp {
@@ -115,6 +114,16 @@ uint64_t meta_seed(const SafetensorsFile& f, const std::string& path) {
   } catch (const std::exception&) {
   }
   FLEXTP_FAIL(path, ": metadata 'seed' = '", it->second, "' is not an unsigned integer");
+}
+
+// The slots a parameter's state carries: the optimizer's (zeros where it has none yet) and stale
+// imputation's running means where it has them (where `file` holds them, when reading one).
+std::vector<std::string> saved_slots(const Parameter& p, const Optimizer& optimizer,
+                                     const SafetensorsFile* file = nullptr) {
+  std::vector<std::string> names = optimizer.slot_names();
+  if (file ? file->tensors.count(p.name + "." + kStaleMeanSlot) > 0 : p.state.count(kStaleMeanSlot) > 0)
+    names.push_back(kStaleMeanSlot);
+  return names;
 }
 
 std::string state_path(const std::string& path) { return path + ".state"; }
@@ -260,7 +269,7 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
     Tensor logical = gather_logical(*p, p->value, comm);
     if (writer) weights.push_back({p->name, to_hf_layout(*p, drop_padding(*p, model, logical), c)});
     if (!optimizer) continue;
-    for (const std::string& s : optimizer->slot_names()) {
+    for (const std::string& s : saved_slots(*p, *optimizer)) {
       auto it = p->state.find(s);
       Tensor local = it != p->state.end() ? it->second
                                           : Tensor::zeros(p->value.shape(), p->value.dtype());
@@ -268,7 +277,6 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
       if (writer) slots.push_back({p->name + "." + s, to_hf_layout(*p, drop_padding(*p, model, slot), c)});
     }
   }
-  if (optimizer) gather_stale_means(model, comm, writer, slots);
   if (!writer) return;
   std::map<std::string, std::string> meta = config_metadata(c);
   meta["step"] = std::to_string(state.step);
@@ -291,7 +299,7 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
 }
 
 void check_gpt2_exportable(const GPTConfig& c) {
-  FLEXTP_CHECK(!mlp_kind(c.mlp).gpt2_activation.empty(), "a model with the ", c.mlp,
+  FLEXTP_CHECK(!mlp_registration(c.mlp).gpt2_activation.empty(), "a model with the ", c.mlp,
                " MLP is not GPT-2 (whose MLP is gelu): transformers' GPT2LMHeadModel cannot load it");
 }
 
@@ -315,7 +323,7 @@ void export_hf(const std::string& dir, GPT& model, Communicator* comm, const std
                            {"n_layer", c.n_layer},
                            {"n_head", c.n_head},
                            {"n_inner", c.mlp_hidden()},
-                           {"activation_function", mlp_kind(c.mlp).gpt2_activation},
+                           {"activation_function", mlp_registration(c.mlp).gpt2_activation},
                            {"layer_norm_epsilon", 1e-5},
                            {"resid_pdrop", 0.0},
                            {"embd_pdrop", 0.0},
@@ -334,10 +342,6 @@ std::map<std::string, std::string> read_checkpoint_extra(const std::string& path
   for (const auto& [k, v] : read_safetensors(path).metadata)
     if (k.rfind("extra.", 0) == 0) extra[k.substr(6)] = v;
   return extra;
-}
-
-std::map<std::string, std::string> read_checkpoint_metadata(const std::string& path) {
-  return read_safetensors_metadata(path);
 }
 
 std::optional<uint64_t> read_checkpoint_seed(const std::string& path) {
@@ -436,9 +440,11 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
     FLEXTP_CHECK(s.metadata["optimizer"] == optimizer->name(), sp, " holds ", s.metadata["optimizer"],
                  " state, but the run uses ", optimizer->name());
     std::map<std::string, Shape> slots;
-    for (Parameter* p : params)
+    for (Parameter* p : params) {
       for (const std::string& slot : optimizer->slot_names()) slots[p->name + "." + slot] = expected[p->name];
-    expect_stale_means(model, s, slots);
+      const std::string means = p->name + "." + kStaleMeanSlot;
+      if (s.tensors.count(means)) slots[means] = expected[p->name];
+    }
     check_tensors(s, sp, slots, c.dtype);
     for (const auto& [name, t] : s.tensors) check_finite(t, sp, name);
     optimizer->set_steps_taken(meta_int(s, sp, "optimizer_steps"));
@@ -452,12 +458,12 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
   copy_weights(f, model);
   for (Parameter* p : params) {
     if (!optimizer) continue;
-    for (const std::string& slot : optimizer->slot_names()) {
+    p->state.erase(kStaleMeanSlot);  // a state without means has none yet: training rebuilds them
+    for (const std::string& slot : saved_slots(*p, *optimizer, &s)) {
       Tensor ls = restore_padding(*p, model, from_hf_layout(*p, s.tensors.at(p->name + "." + slot), c));
       p->state[slot] = local_rows(*p, ls).to(p->value.device());
     }
   }
-  if (optimizer) load_stale_means(model, s);
   return state;
 }
 

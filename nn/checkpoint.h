@@ -3,9 +3,9 @@
 //   PATH        safetensors weights with Hugging Face GPT-2 names, shapes and layouts (Conv1D
 //               [in, out]; a SwiGLU MLP's c_gate and c_up are stored as c_fc is), whole and in
 //               logical unit order whatever the partition; the model config in __metadata__.
-//   PATH.state  safetensors optimizer slots ("<name>.<slot>", same layout as the weights) and
-//               stale imputation's running means ("<layer>.stale_mean"/".stale_seen", when any
-//               is known), with the step, optimizer, seed and data position in __metadata__.
+//   PATH.state  safetensors state slots ("<name>.<slot>", same layout as the weights): the
+//               optimizer's, and stale imputation's running means ("<name>.stale_mean", where a
+//               run has them), with the step, optimizer, seed and data position in __metadata__.
 // With a run id, both files carry the run's and the save's ids, and the loader takes only the
 // state of the weights' save (another run's state of the same step is refused, naming both).
 // The state is written first (as PATH.state.next), then the weights, each through a temporary
@@ -64,9 +64,6 @@ std::map<std::string, std::string> read_checkpoint_extra(const std::string& path
 // The seed the run that saved `path` used, from the optimizer state of the weights' step (as
 // load_checkpoint picks it); none when there is no such state.
 std::optional<uint64_t> read_checkpoint_seed(const std::string& path);
-
-// The metadata of a checkpoint's weights (its header alone): step, run_id, save_id, config.
-std::map<std::string, std::string> read_checkpoint_metadata(const std::string& path);
 
 // Hugging Face layout <-> flextp layout for one logical tensor of a parameter (or of its optimizer
 // slots), as the parameter's layer declared it (UnitLayout::hf: c_attn and c_fc differ).

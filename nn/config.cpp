@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "core/shape.h"
-#include "nn/mlp_layer.h"
+#include "nn/mlp.h"
 
 namespace flextp {
 
@@ -48,7 +48,7 @@ void GPTConfig::validate() const {
                ": every head needs n_embd / n_head channels");
   FLEXTP_CHECK(mlp_unit > 0 && mlp_hidden() % mlp_unit == 0, "mlp_unit ", mlp_unit,
                " must divide the MLP width 4 * n_embd = ", mlp_hidden());
-  mlp_kind(mlp);  // refuses an unknown kind, naming the known ones
+  mlp_registration(mlp);  // refuses an unknown kind, naming the known ones
   FLEXTP_CHECK(vocab_unit > 0, "vocab_unit must be positive, got ", vocab_unit);
   FLEXTP_CHECK(vocab_pad > 0, "the vocabulary padding multiple must be positive, got ", vocab_pad);
   FLEXTP_CHECK(dropout >= 0 && dropout < 1, "dropout must be in [0, 1), got ", dropout);

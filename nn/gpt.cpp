@@ -1,7 +1,5 @@
 #include "nn/gpt.h"
 
-#include <algorithm>
-
 #include "core/ops/dropout.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/matmul.h"
@@ -63,59 +61,11 @@ Tensor GPT::hidden(const Tensor& ids) const {
   Tensor x = add(tok, slice_rows(wpe.value, 0, t));                              // [B, T, C]
   uint64_t first = first_window_ * static_cast<uint64_t>(t * config_.n_embd);  // x[0] in the whole batch's [B, T, C]
   x = dropout(x, p, seed, rng::stream_id("embedding"), first);
-  if (tp_chunks_ > 1)
-    x = blocks_in_chunks(x, p, seed, first);
-  else
-    for (const Block* b : blocks_) x = b->forward(x, p, seed, first);  // [B, T, C]
+  for (const Block* b : blocks_) x = b->forward(x, p, seed, first);  // [B, T, C]
   return ln_f_->forward(x);                                          // [B, T, C]
 }
 
-void GPT::set_tp_chunks(int64_t n) {
-  FLEXTP_CHECK(n >= 1, "GPT: the batch is run in ", n, " chunks; it takes at least 1");
-  tp_chunks_ = n;
-  // The backward of interleaved chunks overlaps too: a column-split layer's all-reduce of its
-  // input's gradient waits only when that gradient is needed, other chunks' nodes run meanwhile.
-  for (Module* m : modules())
-    if (auto* l = dynamic_cast<Linear*>(m))
-      if (l->split() == Split::Column) l->set_overlap(n > 1 ? Overlap::Deferred : Overlap::Blocking);
-}
-
-Tensor GPT::blocks_in_chunks(const Tensor& x, double p, uint64_t seed, uint64_t first) const {
-  if (blocks_.empty()) return x;
-  const int64_t rows = x.size(0), n = std::min(tp_chunks_, rows);
-  const uint64_t row_elements = static_cast<uint64_t>(x.numel() / std::max<int64_t>(rows, 1));
-  std::vector<Tensor> xs, hs(static_cast<size_t>(n));
-  std::vector<uint64_t> firsts;  // each chunk draws the whole batch's masks of its rows
-  for (int64_t c = 0, at = 0; c < n; ++c) {
-    const int64_t len = rows / n + (c < rows % n ? 1 : 0);
-    xs.push_back(slice_rows(x, at, len));
-    firsts.push_back(first + static_cast<uint64_t>(at) * row_elements);
-    at += len;
-  }
-  // Sublayer by sublayer, chunk after chunk: a chunk's all-reduce is waited for only after every
-  // other chunk computed its next sublayer. Polling the started ones lets MPI move them meanwhile.
-  std::vector<StartedReduce> sums(static_cast<size_t>(n));
-  auto poll = [&] {
-    for (StartedReduce& s : sums) s.poll();
-  };
-  const Block* previous = nullptr;
-  for (const Block* b : blocks_) {
-    for (size_t c = 0; c < xs.size(); ++c) {
-      if (previous) xs[c] = previous->finish(hs[c], sums[c], p, seed, firsts[c]);
-      sums[c] = b->start_attention(xs[c]);
-      poll();
-    }
-    for (size_t c = 0; c < xs.size(); ++c) {
-      sums[c] = b->start_mlp(xs[c], sums[c], p, seed, firsts[c], hs[c]);
-      poll();
-    }
-    previous = b;
-  }
-  for (size_t c = 0; c < xs.size(); ++c) xs[c] = previous->finish(hs[c], sums[c], p, seed, firsts[c]);
-  return concat_rows(xs);  // [B, T, C]
-}
-
-UnitGroupInfo GPT::vocab_unit_group(const GPTConfig& c, const StepShape& s) {
+UnitGroup GPT::vocab_unit_group(const GPTConfig& c, const StepShape& s) {
   const double n = static_cast<double>(s.batch * s.seq_len), ch = static_cast<double>(c.n_embd);
   const double v = static_cast<double>(c.vocab_unit);
   // Forward + backward of the LM head's product, and the softmax over the block's logits.

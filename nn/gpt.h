@@ -37,13 +37,6 @@ class GPT : public Module {
   // cut into micro-steps and shared among replicas.
   void set_training(bool training) { training_ = training; }
   void set_step(uint64_t step, uint64_t first_window = 0) { step_ = step, first_window_ = first_window; }
-  // Runs the blocks on n chunks of the batch (along B; sizes differ by at most one row, and a
-  // batch of fewer rows than n has one chunk per row), interleaved so that each chunk's
-  // tensor-parallel all-reduces travel while the other chunks compute, in the forward and in the
-  // backward (Block::start_attention). Same values as one chunk up to rounding, same dropout
-  // masks. 1 (default): the whole batch at once, no overlap.
-  void set_tp_chunks(int64_t n);
-  int64_t tp_chunks() const { return tp_chunks_; }
   // How the row-split layers fill in for units that priority resizing skips.
   void set_imputation(Impute m);
   // The row-split layers (attention and MLP output projections), which impute skipped units.
@@ -54,16 +47,13 @@ class GPT : public Module {
   const UnitRegistry& units() const { return units_; }
   // The vocabulary blocks (token embedding and tied LM head) as a unit group, priced for steps
   // of shape s.
-  static UnitGroupInfo vocab_unit_group(const GPTConfig& c, const StepShape& s);
+  static UnitGroup vocab_unit_group(const GPTConfig& c, const StepShape& s);
 
   Parameter& wte;  // [Vp, C] token embedding, also the LM head (this rank's rows)
   Parameter& wpe;  // [n_positions, C] position embedding
 
  private:
   Tensor hidden(const Tensor& ids) const;  // [B, T, C] after ln_f
-  // The blocks on the chunks of x [B, T, C] (set_tp_chunks); `first`: x's first element in the
-  // step's batch.
-  Tensor blocks_in_chunks(const Tensor& x, double p, uint64_t seed, uint64_t first) const;
 
   GPTConfig config_;
   UnitRegistry units_;
@@ -72,7 +62,6 @@ class GPT : public Module {
   Communicator* comm_;
   bool training_ = true;
   uint64_t step_ = 0, first_window_ = 0;
-  int64_t tp_chunks_ = 1;
 };
 
 }  // namespace flextp

@@ -58,33 +58,31 @@ Tensor active_rows(const Parameter& p) { return p.resized() ? slice_rows(p.value
 
 Tensor Linear::forward(const Tensor& x) const {
   if (split_ == Split::Column) return add(forward_without_bias(x), active_bias());
-  return after_sum(reduce_from_tensor_parallel(partial_sum(x), comm_));
-}
-
-Tensor Linear::partial_sum(const Tensor& x) const {
-  FLEXTP_CHECK(split_ == Split::Row, prefix(), ": only a row-split layer sums partial products over ranks");
   Tensor w = active_rows(weight);
   Tensor partial = matmul(x, w, false, false, numerics().matmul);  // [..., out]: this rank's share of the sum
   if (impute_ == Impute::Stale) {
     Tensor extra = impute_skipped(x, w);
     if (extra.defined()) partial = add(partial, extra);
   }
-  return partial;
+  return add(reduce_from_tensor_parallel(partial, comm_), bias.value);
 }
-
-Tensor Linear::after_sum(const Tensor& sum) const { return add(sum, bias.value); }
 
 Tensor Linear::forward_without_bias(const Tensor& x) const {
   FLEXTP_CHECK(split_ == Split::Column, prefix(), ": only a column-split layer can leave its bias to the next op");
-  return matmul(copy_to_tensor_parallel(x, comm_, overlap_), active_rows(weight), false, true, numerics().matmul);
+  return matmul(copy_to_tensor_parallel(x, comm_), active_rows(weight), false, true, numerics().matmul);
 }
 
 Tensor Linear::active_bias() const { return active_rows(bias); }
 
-const Tensor* Linear::stale_contribution(int64_t unit) const {
-  auto it = stale_.find(unit);
-  return it == stale_.end() ? nullptr : &it->second;
+namespace {
+// Whether a unit's row of the means holds a mean yet (the slot starts as zeros; a real mean is
+// never exactly zero in every entry).
+bool known(const Tensor& mean) {
+  for (double v : mean.to(Device::cpu()).to(DType::F64).to_vector<double>())
+    if (v != 0) return true;
+  return false;
 }
+}  // namespace
 
 Tensor Linear::impute_skipped(const Tensor& x, const Tensor& w) const {
   // Only a training forward (one that records a graph) moves the means: evaluation, sampling and
@@ -94,32 +92,33 @@ Tensor Linear::impute_skipped(const Tensor& x, const Tensor& w) const {
   NoGradGuard ng;
   constexpr double kKeep = 0.8;  // weight of the old mean in the running average
   int64_t in = x.size(-1), tokens = x.numel() / std::max<int64_t>(in, 1);
-  if (training && in > 0 && tokens > 0) {
-    Tensor mean_x = scale(sum_to_shape(view_as(x.detach(), {tokens, in}), {1, in}), 1.0 / tokens);  // [1, in]
-    int64_t at = 0;
-    for (int64_t u : weight.units) {
-      int64_t rows = weight.rows_of_unit(u);
-      if (at + rows > in) break;  // the skipped units start here
-      Tensor c = view_as(matmul(slice_rows(view_as(mean_x, {in, 1}), at, rows).detach(), slice_rows(w.detach(), at, rows), true,
-                                false, numerics().matmul),
-                         {w.size(1)});  // [out]
-      auto it = stale_.find(u);
-      if (it == stale_.end())
-        stale_[u] = c.clone();
-      else
-        it->second = add(scale(it->second, kKeep), scale(c, 1 - kKeep));
-      at += rows;
+  if (training) {
+    Tensor& means = weight.slot(kStaleMeanSlot);  // [rows, out]: a unit's mean in its first row
+    if (in > 0 && tokens > 0) {
+      Tensor mean_x = scale(sum_to_shape(view_as(x.detach(), {tokens, in}), {1, in}), 1.0 / tokens);  // [1, in]
+      int64_t at = 0;
+      for (int64_t u : weight.units) {
+        int64_t rows = weight.rows_of_unit(u);
+        if (at + rows > in) break;  // the skipped units start here
+        Tensor c = matmul(slice_rows(view_as(mean_x, {in, 1}), at, rows).detach(), slice_rows(w.detach(), at, rows),
+                          true, false, numerics().matmul);  // [1, out]
+        Tensor mean = slice_rows(means, at, 1);
+        mean.copy_from(known(mean) ? add(scale(mean, kKeep), scale(c, 1 - kKeep)) : c);
+        at += rows;
+      }
     }
   }
-  if (!weight.resized()) return Tensor();
+  auto means = weight.state.find(kStaleMeanSlot);
+  if (!weight.resized() || means == weight.state.end() || means->second.shape() != weight.value.shape()) return Tensor();
   Tensor extra;
   int64_t at = 0;
   for (int64_t u : weight.units) {
+    const int64_t first = at;
     at += weight.rows_of_unit(u);
     if (at <= weight.active_rows) continue;
-    auto it = stale_.find(u);
-    if (it == stale_.end()) continue;
-    extra = extra.defined() ? add(extra, it->second) : it->second.clone();
+    Tensor mean = view_as(slice_rows(means->second, first, 1), {w.size(1)});  // [out]
+    if (!known(mean)) continue;
+    extra = extra.defined() ? add(extra, mean) : mean.clone();
   }
   return extra;
 }

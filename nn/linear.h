@@ -4,27 +4,28 @@
 //   Row:    y = x W + b,   W [in_local, out], b [out] replicated (added once, after the sum
 //           of the ranks' partial products); the input features are units.
 // With all units on one rank both are the ordinary linear layer.
-#include <map>
 #include <memory>
 #include <vector>
 
 #include "nn/module.h"
 #include "parallel/comm/communicator.h"
-#include "parallel/tp/tp_ops.h"
 
 namespace flextp {
 
 enum class Split { Column, Row };
 
 // What a row-split layer adds for the units priority resizing skips: nothing (zero), or each
-// skipped unit's mean contribution over the tokens of its last active training steps (stale), so that the
-// output keeps its scale for the other ranks and the next layer.
+// skipped unit's mean contribution over the tokens of its last active training steps (stale), so
+// that the output keeps its scale for the other ranks and the next layer. The running means are
+// the weight's slot kStaleMeanSlot (core/parameter.h), unit u's in the first of its rows: they
+// travel, reorder and checkpoint with the unit as the optimizer's slots do. Like a batch norm's
+// running statistics they move in a training forward (grad enabled) only.
 enum class Impute { Zero, Stale };
 
 struct LinearSpec {
   int64_t in = 0, out = 0;
   Split split = Split::Column;
-  std::shared_ptr<const UnitGroupInfo> group;  // the units' group; none for an unsplit layer
+  std::shared_ptr<const UnitGroup> group;  // the units' group; none for an unsplit layer
   int64_t unit_rows = 0;         // weight rows per unit
   std::vector<int64_t> units;    // owned units, local order (ignored without a group)
   double init_std = 0.02;
@@ -42,25 +43,12 @@ class Linear : public Module {
   // that adds the bias inside its next pass (the MLP's bias_gelu). forward = add(product, bias).
   Tensor forward_without_bias(const Tensor& x) const;
   Tensor active_bias() const;
-  // A row-split forward in two halves around its all-reduce, for a caller that starts the
-  // all-reduce itself and computes meanwhile (GPT's batch chunks):
-  // forward = after_sum(reduce_from_tensor_parallel(partial_sum(x))).
-  Tensor partial_sum(const Tensor& x) const;
-  Tensor after_sum(const Tensor& sum) const;
-  // How a column-split layer's backward all-reduce waits (parallel/tp/tp_ops.h).
-  void set_overlap(Overlap o) { overlap_ = o; }
 
   Parameter& weight;
   Parameter& bias;
   Split split() const { return split_; }
   Communicator* comm() const { return comm_; }
   void set_impute(Impute m) { impute_ = m; }
-  // The running mean contribution [out] of a unit, when known (row split, stale imputation).
-  const Tensor* stale_contribution(int64_t unit) const;
-  // Every known running mean by unit, and their replacement (checkpoints save them with the
-  // optimizer state: they are training state, and a resume must impute what the run would have).
-  const std::map<int64_t, Tensor>& stale_means() const { return stale_; }
-  void set_stale_means(std::map<int64_t, Tensor> means) { stale_ = std::move(means); }
 
  private:
   static Tensor initial_weight(const std::string& prefix, const LinearSpec& spec, uint64_t seed,
@@ -73,8 +61,6 @@ class Linear : public Module {
   Split split_;
   Communicator* comm_;
   Impute impute_ = Impute::Zero;
-  Overlap overlap_ = Overlap::Blocking;
-  mutable std::map<int64_t, Tensor> stale_;
 };
 
 }  // namespace flextp

@@ -1,32 +1,58 @@
 #include "nn/mlp.h"
 
-#include "core/ops/bias_gelu.h"
-#include "nn/unit_costs.h"
+#include <cmath>
+
+#include "core/error.h"
 
 namespace flextp {
 
-MlpKind gelu_mlp_kind() { return mlp_kind_of<MLP>("gelu_new"); }
+#define FLEXTP_MLP(kind) MlpRegistration kind##_mlp_registration();
+#include "nn/mlp_kinds.h"
+#undef FLEXTP_MLP
 
-UnitGroupInfo MLP::unit_group(const GPTConfig& c, int64_t layer, const StepShape& s) {
-  const double n = static_cast<double>(s.batch * s.seq_len), ch = static_cast<double>(c.n_embd);
-  const double m = static_cast<double>(c.mlp_unit);
-  // Forward + backward: three times the two matrix products; GELU is elementwise.
-  double work = 3 * (2 * n * ch * m * 2) + kElementwiseFlops * 3 * n * m;
-  double bytes = (m * ch + m + m * ch) * bytes_per_value(c, s);
-  return mlp_unit_group(c, layer, {work, bytes});
+namespace {
+
+const std::vector<MlpRegistration>& registry() {
+  static const std::vector<MlpRegistration> kinds = [] {
+    std::vector<MlpRegistration> out;
+#define FLEXTP_MLP(kind) out.push_back(kind##_mlp_registration()), out.back().name = #kind;
+#include "nn/mlp_kinds.h"
+#undef FLEXTP_MLP
+    return out;
+  }();
+  return kinds;
 }
 
-MLP::MLP(const std::string& prefix, const GPTConfig& c, std::shared_ptr<const UnitGroupInfo> group,
-         std::vector<int64_t> blocks, Communicator* comm)
-    : MlpLayer(prefix),
-      c_fc(add_module(std::make_unique<Linear>(child_prefix("c_fc"), mlp_column_spec(c, group, blocks), c.seed,
-                                               c.dtype, comm))),
-      c_proj(add_module(std::make_unique<Linear>(child_prefix("c_proj"), mlp_row_spec(c, group, blocks), c.seed,
-                                                 c.dtype, comm))) {}
+}  // namespace
 
-Tensor MLP::forward_partial(const Tensor& x) const {
-  // c_fc's bias is added inside the GELU pass (bitwise gelu(c_fc.forward(x)), one pass fewer).
-  return c_proj.partial_sum(bias_gelu(c_fc.forward_without_bias(x), c_fc.active_bias()));  // [B, T, C] -> [B, T, U*M] -> [B, T, C]
+LinearSpec mlp_column_spec(const GPTConfig& c, std::shared_ptr<const UnitGroup> group,
+                           const std::vector<int64_t>& blocks) {
+  return {c.n_embd, c.mlp_hidden(), Split::Column, std::move(group), c.mlp_unit, blocks, 0.02, HfLayout::Conv1D};
+}
+
+LinearSpec mlp_row_spec(const GPTConfig& c, std::shared_ptr<const UnitGroup> group,
+                        const std::vector<int64_t>& blocks) {
+  return {c.mlp_hidden(), c.n_embd, Split::Row, std::move(group), c.mlp_unit, blocks,
+          0.02 / std::sqrt(2.0 * c.n_layer), HfLayout::AsIs};
+}
+
+UnitGroup mlp_unit_group(const GPTConfig& c, int64_t layer, UnitCost cost) {
+  return {block_name(layer) + ".mlp", UnitKind::Mlp, layer, c.n_mlp_units(), c.mlp_unit, true, cost};
+}
+
+std::vector<std::string> mlp_kind_names() {
+  std::vector<std::string> names;
+  for (const MlpRegistration& k : registry()) names.push_back(k.name);
+  return names;
+}
+
+const MlpRegistration& mlp_registration(const std::string& kind) {
+  std::string known;
+  for (const MlpRegistration& k : registry()) {
+    if (k.name == kind) return k;
+    known += (known.empty() ? "" : ", ") + k.name;
+  }
+  FLEXTP_FAIL("no MLP kind is called '", kind, "'; the registered ones are ", known);
 }
 
 }  // namespace flextp

@@ -7,9 +7,9 @@
 namespace flextp {
 
 // Not GPT-2: no activation_function for a GPT-2 export.
-MlpKind swiglu_mlp_kind() { return mlp_kind_of<SwiGluMlp>(); }
+MlpRegistration swiglu_mlp_registration() { return registration_of<SwiGluMlp>(); }
 
-UnitGroupInfo SwiGluMlp::unit_group(const GPTConfig& c, int64_t layer, const StepShape& s) {
+UnitGroup SwiGluMlp::unit_group(const GPTConfig& c, int64_t layer, const StepShape& s) {
   const double n = static_cast<double>(s.batch * s.seq_len), ch = static_cast<double>(c.n_embd);
   const double m = static_cast<double>(c.mlp_unit);
   // Forward + backward: three times the three matrix products; SiLU and the product with the up
@@ -19,9 +19,9 @@ UnitGroupInfo SwiGluMlp::unit_group(const GPTConfig& c, int64_t layer, const Ste
   return mlp_unit_group(c, layer, {work, bytes});
 }
 
-SwiGluMlp::SwiGluMlp(const std::string& prefix, const GPTConfig& c, std::shared_ptr<const UnitGroupInfo> group,
+SwiGluMlp::SwiGluMlp(const std::string& prefix, const GPTConfig& c, std::shared_ptr<const UnitGroup> group,
                      std::vector<int64_t> blocks, Communicator* comm)
-    : MlpLayer(prefix),
+    : Mlp(prefix),
       c_gate(add_module(std::make_unique<Linear>(child_prefix("c_gate"), mlp_column_spec(c, group, blocks), c.seed,
                                                  c.dtype, comm))),
       c_up(add_module(std::make_unique<Linear>(child_prefix("c_up"), mlp_column_spec(c, group, blocks), c.seed,
@@ -29,9 +29,9 @@ SwiGluMlp::SwiGluMlp(const std::string& prefix, const GPTConfig& c, std::shared_
       c_proj(add_module(std::make_unique<Linear>(child_prefix("c_proj"), mlp_row_spec(c, group, blocks), c.seed,
                                                  c.dtype, comm))) {}
 
-Tensor SwiGluMlp::forward_partial(const Tensor& x) const {
-  // [B, T, C] -> gate and up [B, T, U*M] -> [B, T, C] (this rank's partial sum)
-  return c_proj.partial_sum(mul(silu(c_gate.forward(x)), c_up.forward(x)));
+Tensor SwiGluMlp::forward(const Tensor& x) const {
+  // [B, T, C] -> gate and up [B, T, U*M] -> [B, T, C]
+  return c_proj.forward(mul(silu(c_gate.forward(x)), c_up.forward(x)));
 }
 
 }  // namespace flextp

@@ -12,18 +12,18 @@
 // Biases are kept (GPT-2's convention, and every Linear here has one).
 #include <memory>
 
-#include "nn/mlp_layer.h"
+#include "nn/mlp.h"
 
 namespace flextp {
 
-class SwiGluMlp : public MlpLayer {
+class SwiGluMlp : public Mlp {
  public:
   // `blocks`: the units of `group` (this layer's neuron blocks) held here, in local order.
-  SwiGluMlp(const std::string& prefix, const GPTConfig& c, std::shared_ptr<const UnitGroupInfo> group,
+  SwiGluMlp(const std::string& prefix, const GPTConfig& c, std::shared_ptr<const UnitGroup> group,
             std::vector<int64_t> blocks, Communicator* comm);
   // The neuron blocks of block `layer` as a unit group, priced for steps of shape s.
-  static UnitGroupInfo unit_group(const GPTConfig& c, int64_t layer, const StepShape& s);
-  Tensor forward_partial(const Tensor& x) const override;  // [B, T, C] -> this rank's partial [B, T, C]
+  static UnitGroup unit_group(const GPTConfig& c, int64_t layer, const StepShape& s);
+  Tensor forward(const Tensor& x) const override;  // [B, T, C] -> [B, T, C]
   Linear& row_split_layer() const override { return c_proj; }
 
   Linear& c_gate;  // weight [U*M, C], bias [U*M]

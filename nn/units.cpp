@@ -5,25 +5,25 @@
 #include "core/error.h"
 #include "nn/attention.h"
 #include "nn/gpt.h"
-#include "nn/mlp_layer.h"
+#include "nn/mlp.h"
 
 namespace flextp {
 
 UnitRegistry::UnitRegistry(const GPTConfig& c, const StepShape& s) {
   for (int64_t l = 0; l < c.n_layer; ++l) {
-    groups_.push_back(std::make_shared<UnitGroupInfo>(CausalSelfAttention::unit_group(c, l, s)));
-    groups_.push_back(std::make_shared<UnitGroupInfo>(mlp_kind(c.mlp).unit_group(c, l, s)));
+    groups_.push_back(std::make_shared<UnitGroup>(CausalSelfAttention::unit_group(c, l, s)));
+    groups_.push_back(std::make_shared<UnitGroup>(mlp_registration(c.mlp).unit_group(c, l, s)));
   }
-  groups_.push_back(std::make_shared<UnitGroupInfo>(GPT::vocab_unit_group(c, s)));
+  groups_.push_back(std::make_shared<UnitGroup>(GPT::vocab_unit_group(c, s)));
 }
 
-std::shared_ptr<const UnitGroupInfo> UnitRegistry::group(UnitKind kind, int64_t layer) const {
+std::shared_ptr<const UnitGroup> UnitRegistry::group(UnitKind kind, int64_t layer) const {
   for (const auto& g : groups_)
     if (g->kind == kind && g->layer == layer) return g;
   FLEXTP_FAIL("the model has no ", unit_kind_name(kind), " units in layer ", layer);
 }
 
-const UnitGroupInfo& UnitRegistry::named(const std::string& name) const {
+const UnitGroup& UnitRegistry::named(const std::string& name) const {
   for (const auto& g : groups_)
     if (g->name == name) return *g;
   FLEXTP_FAIL("the model has no unit group '", name, "'");

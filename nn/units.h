@@ -17,16 +17,16 @@ class UnitRegistry {
  public:
   // The groups of a model of this config; their costs are for steps of shape s (zero without one).
   explicit UnitRegistry(const GPTConfig& c, const StepShape& s = {});
-  const std::vector<std::shared_ptr<const UnitGroupInfo>>& groups() const { return groups_; }
+  const std::vector<std::shared_ptr<const UnitGroup>>& groups() const { return groups_; }
   // The group of a kind in a layer (layer -1: the model-wide group of that kind).
-  std::shared_ptr<const UnitGroupInfo> group(UnitKind kind, int64_t layer = -1) const;
+  std::shared_ptr<const UnitGroup> group(UnitKind kind, int64_t layer = -1) const;
   // The group a partition key names.
-  const UnitGroupInfo& named(const std::string& name) const;
+  const UnitGroup& named(const std::string& name) const;
   // The groups as the partition takes them.
   std::vector<UnitGroup> partition_groups() const;
 
  private:
-  std::vector<std::shared_ptr<const UnitGroupInfo>> groups_;
+  std::vector<std::shared_ptr<const UnitGroup>> groups_;
 };
 
 // Which tensor-parallel units this rank holds, in local order, for every layer of the model.

@@ -29,22 +29,6 @@ double norm_of(const std::vector<GradSquares>& ranks) {
   return std::sqrt(split + ranks[0].replicated);
 }
 
-double grad_norm(const std::vector<Parameter*>& params, Communicator* comm) {
-  GradSquares mine = grad_squares(params);
-  if (comm && comm->size() > 1) {
-    Tensor t = Tensor::from_vector<double>({mine.split}, {1});
-    comm->all_reduce(t);
-    mine.split = t.item();
-  }
-  return norm_of({mine});
-}
-
-double clip_grad_norm(const std::vector<Parameter*>& params, double max_norm, Communicator* comm) {
-  double norm = grad_norm(params, comm);
-  clip_to_norm(params, max_norm, norm);
-  return norm;
-}
-
 void clip_to_norm(const std::vector<Parameter*>& params, double max_norm, double norm) {
   if (max_norm > 0 && norm > max_norm && std::isfinite(norm)) {
     double s = max_norm / (norm + 1e-6);

@@ -2,11 +2,10 @@
 // Global gradient-norm clipping. Under tensor parallelism the norm counts every unit once:
 // split parameters' squares are summed over ranks, replicated ones taken once. With data
 // parallelism (parallel/dp/gradient_sync.h) the replicas' gradients are summed first, so every
-// replica holds the whole gradient and `comm`, its tensor-parallel group, gives the global norm.
+// replica holds the whole gradient and its tensor-parallel group's squares give the global norm.
 #include <vector>
 
 #include "core/parameter.h"
-#include "parallel/comm/communicator.h"
 
 namespace flextp {
 
@@ -19,11 +18,7 @@ GradSquares grad_squares(const std::vector<Parameter*>& params);
 // The global norm from every rank's squares, `split` summed in rank order (the trainer gathers
 // them with its other bookkeeping in one collective: trainer.cpp).
 double norm_of(const std::vector<GradSquares>& ranks);
-// The L2 norm of all gradients (comm may be null for one process).
-double grad_norm(const std::vector<Parameter*>& params, Communicator* comm);
-// Scales gradients so that their global norm is at most max_norm; returns the norm before.
-double clip_grad_norm(const std::vector<Parameter*>& params, double max_norm, Communicator* comm);
-// The same scaling, for gradients whose global norm is already known to be `norm`.
+// Scales gradients whose global norm is `norm` so that it becomes at most max_norm.
 void clip_to_norm(const std::vector<Parameter*>& params, double max_norm, double norm);
 
 }  // namespace flextp

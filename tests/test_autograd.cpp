@@ -122,21 +122,12 @@ TEST_CASE("the leaf hook hears of each leaf once per backward, when its gradient
 }
 
 namespace {
-// An identity op that logs its backward's run; with `deferred`, its gradient arrives (the values
-// are filled in) only when the engine waits for it, as a started all-reduce's would.
-// `arrived`: what its non-blocking test answers (on one rank it may have arrived, on another not).
-Tensor logged(const char* name, const Tensor& in, std::vector<std::string>& log, bool deferred = false,
-              bool arrived = false) {
+// An identity op that logs its backward's run.
+Tensor logged(const char* name, const Tensor& in, std::vector<std::string>& log) {
   Tensor out = in.detach().clone();
-  record(name, out, {in}, [&log, name, deferred, arrived](const Tensor& g, const std::vector<bool>&) {
+  record(name, out, {in}, [&log, name](const Tensor& g, const std::vector<bool>&) {
     log.push_back(name);
-    if (!deferred) return std::vector<Tensor>{g};
-    Tensor arriving = Tensor::zeros(g.shape(), g.dtype());
-    defer_gradients([arrived] { return arrived; }, [&log, arriving, g, name]() mutable {
-      log.push_back(std::string("wait ") + name);
-      add_inplace(arriving, g);
-    });
-    return std::vector<Tensor>{arriving};
+    return std::vector<Tensor>{g};
   });
   return out;
 }
@@ -152,47 +143,6 @@ TEST_CASE("backward runs the latest created ready node first: chains created int
   // A depth-first order would run one chain to its end first (b2 b1 a2 a1).
   CHECK(log == std::vector<std::string>{"b2", "a2", "b1", "a1"});
   test::check_values(x.grad(), {2, 2});
-}
-
-TEST_CASE("a deferred gradient is waited for right before its consumer runs, other ready nodes run meanwhile") {
-  Tensor x = Tensor::from_vector<double>({1, 2}, {2});
-  x.set_requires_grad(true);
-  std::vector<std::string> log;
-  Tensor a1 = logged("a1", x, log), b1 = logged("b1", x, log);
-  Tensor a2 = logged("a2", a1, log, true), b2 = logged("b2", b1, log);
-  sum(add(a2, b2)).backward();
-  CHECK(log == std::vector<std::string>{"b2", "a2", "b1", "wait a2", "a1"});
-  test::check_values(x.grad(), {2, 2});  // a1 read the arrived gradient, not the zeros before it
-}
-
-TEST_CASE("the order of a backward with deferred gradients does not depend on which have arrived") {
-  // Ranks see their all-reduces arrive at different times; a node may start the next collective,
-  // so every rank must run the nodes in the same order whatever its tests answer.
-  auto order = [](bool a_arrived, bool b_arrived) {
-    Tensor x = Tensor::from_vector<double>({1, 2}, {2});
-    x.set_requires_grad(true);
-    std::vector<std::string> log;
-    Tensor a1 = logged("a1", x, log), b1 = logged("b1", x, log);
-    Tensor a2 = logged("a2", a1, log, true, a_arrived), b2 = logged("b2", b1, log, true, b_arrived);
-    sum(add(a2, b2)).backward();
-    test::check_values(x.grad(), {2, 2});
-    return log;
-  };
-  const std::vector<std::string> none = order(false, false);
-  CHECK(order(true, false) == none);
-  CHECK(order(false, true) == none);
-  CHECK(order(true, true) == none);
-}
-
-TEST_CASE("a deferred gradient summed with another, or reaching a leaf, is waited for first") {
-  Tensor x = Tensor::from_vector<double>({1, 2}, {2});
-  x.set_requires_grad(true);
-  std::vector<std::string> log;
-  Tensor y = logged("y", x, log);
-  Tensor a = logged("a", y, log, true), b = logged("b", y, log, true);  // y's gradient: a sum of two deferred
-  Tensor c = logged("c", x, log, true);                                  // x's directly: a leaf
-  sum(add(add(a, b), c)).backward();
-  test::check_values(x.grad(), {3, 3});
 }
 
 namespace {

@@ -120,7 +120,7 @@ TEST_CASE("weights and optimizer state of different saves are refused, naming bo
   const std::string a = dir.file("a.st"), b = dir.file("b.st");
   save_checkpoint(a, m, &opt, {3, 7, {}, "1111111111111111"});
   save_checkpoint(b, m, &opt, {3, 7, {}, "2222222222222222"});
-  std::map<std::string, std::string> meta = read_checkpoint_metadata(a);
+  std::map<std::string, std::string> meta = read_safetensors_metadata(a);
   CHECK(meta.at("run_id") == "1111111111111111");
   CHECK(read_safetensors(a + ".state").metadata.at("save_id") == meta.at("save_id"));
   TrainState back = load_checkpoint(a, m, &opt);
@@ -130,7 +130,7 @@ TEST_CASE("weights and optimizer state of different saves are refused, naming bo
   // Another run's state of the same step, over a's: refused, the two files and ids named.
   std::filesystem::copy_file(b + ".state", a + ".state", std::filesystem::copy_options::overwrite_existing);
   const std::string names_both = a + ".state (step 3, run 2222222222222222, save " +
-                                 read_checkpoint_metadata(b).at("save_id") + ") does not belong to " + a +
+                                 read_safetensors_metadata(b).at("save_id") + ") does not belong to " + a +
                                  " (step 3, run 1111111111111111, save " + meta.at("save_id") + ")";
   CHECK_THROWS_WITH_AS(load_checkpoint(a, m, &opt), doctest::Contains(names_both.c_str()), Error);
   CHECK_FALSE(read_checkpoint_seed(a).has_value());
@@ -143,7 +143,7 @@ TEST_CASE("weights and optimizer state of different saves are refused, naming bo
   save_checkpoint(a, m, &opt, {3, 7, {}, "1111111111111111"});
   std::filesystem::rename(a + ".state", a + ".state.next");
   std::filesystem::copy_file(b + ".state", a + ".state", std::filesystem::copy_options::overwrite_existing);
-  CHECK(load_checkpoint(a, m, &opt).save_id == read_checkpoint_metadata(a).at("save_id"));
+  CHECK(load_checkpoint(a, m, &opt).save_id == read_safetensors_metadata(a).at("save_id"));
 }
 
 TEST_CASE("loading refuses checkpoints that do not fit the model") {

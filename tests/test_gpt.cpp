@@ -6,7 +6,7 @@
 
 #include "nn/generate.h"
 #include "nn/gpt.h"
-#include "nn/mlp.h"
+#include "nn/gelu_mlp.h"
 #include "optim/optimizer.h"
 #include "tests/gradcheck.h"
 
@@ -154,7 +154,7 @@ TEST_CASE("the model's numerics reach every layer that multiplies or attends, an
   model.set_numerics(numerics_of(MatmulPrecision::bf16, "auto"));
   std::vector<const Module*> layers{&model};
   for (const Block* b : model.blocks()) {
-    const MLP& mlp = dynamic_cast<const MLP&>(b->mlp);  // the default kind, gelu
+    const GeluMlp& mlp = dynamic_cast<const GeluMlp&>(b->mlp);  // the default kind, gelu
     layers.insert(layers.end(), {&b->attn, &b->attn.c_attn, &b->attn.c_proj, &mlp.c_fc, &mlp.c_proj});
   }
   for (const Module* m : layers) {

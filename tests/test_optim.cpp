@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/error.h"
 #include "optim/clip.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
@@ -75,13 +76,20 @@ TEST_CASE("global gradient-norm clipping") {
   for (Device d : test::devices()) {
   INFO("on ", d.str());
   Parameter a = param({0, 0}, {3, 0}, true, d), b = param({0}, {4}, true, d);
-  CHECK(grad_norm({&a, &b}, nullptr) == doctest::Approx(5));
-  CHECK(clip_grad_norm({&a, &b}, 10, nullptr) == doctest::Approx(5));
+  // As the trainer does it: this rank's squares, the norm of every rank's (one here), the scaling.
+  const double norm = norm_of({grad_squares({&a, &b})});
+  CHECK(norm == doctest::Approx(5));
+  clip_to_norm({&a, &b}, 10, norm);
   test::check_values(a.grad(), {3, 0});
-  clip_grad_norm({&a, &b}, 1, nullptr);
+  clip_to_norm({&a, &b}, 1, norm);
   test::check_values(a.grad(), {0.6, 0}, 1e-5);
   test::check_values(b.grad(), {0.8}, 1e-5);
   }
+}
+
+TEST_CASE("the global norm sums the split parameters' squares over ranks and takes the replicated ones once") {
+  CHECK(norm_of({{1, 4}, {3, 4}, {8, 4}}) == doctest::Approx(std::sqrt(1 + 3 + 8 + 4.0)));
+  CHECK_THROWS_WITH_AS(norm_of({}), doctest::Contains("at least one rank"), Error);
 }
 
 TEST_CASE("the gradient norm's one pass gives the bits of sum(mul(g, g)); clipping in place those of scale()") {

@@ -6,8 +6,9 @@
 #include <regex>
 #include <sstream>
 
-// train_options.cpp belongs to the train executable, not to the library the tests link.
-#include "train_options.cpp"
+#include <CLI/CLI.hpp>
+
+#include "train_options.h"
 
 using namespace flextp;
 

@@ -1,15 +1,17 @@
 // Stale imputation's running means are training state: only training forwards move them, and a
-// checkpoint carries them with the optimizer state, so that a resumed run imputes what the
-// uninterrupted one would have.
+// checkpoint carries them as a slot of the weights like the optimizer's, so that a resumed run
+// imputes what the uninterrupted one would have.
 #include <doctest/doctest.h>
 
 #include "core/autograd.h"
+#include "core/ops/shape_ops.h"
 #include "core/safetensors.h"
 #include "nn/checkpoint.h"
 #include "nn/generate.h"
 #include "parallel/balance/active_units.h"
 #include "tests/gradcheck.h"
 #include "tests/resize_gpt.h"
+#include "tests/stale_means.h"
 #include "tests/temp_dir.h"
 
 using namespace flextp;
@@ -22,13 +24,7 @@ Tensor ids(uint64_t seed) {
   return Tensor::from_vector(v, {2, 8});
 }
 
-// Every known mean of every row-split layer, by layer and unit.
-std::map<std::string, std::vector<double>> means(const GPT& m) {
-  std::map<std::string, std::vector<double>> out;
-  for (const Linear* l : m.row_split_layers())
-    for (const auto& [u, t] : l->stale_means()) out[l->prefix() + " unit " + std::to_string(u)] = t.to_vector<double>();
-  return out;
-}
+std::map<std::string, std::vector<double>> means(const GPT& m) { return test::known_stale_means(m); }
 
 // Which units are skipped at which step: none at first (every mean gets known), then a set that
 // leaves out units the next set brings back, so that means updated while active matter later.
@@ -100,8 +96,7 @@ TEST_CASE("a run with resizing and stale imputation resumes exactly from a check
   SafetensorsFile state = read_safetensors(path + ".state");
   for (const Linear* l : whole.row_split_layers()) {
     INFO(l->prefix());
-    CHECK(state.tensors.count(l->prefix() + ".stale_mean") == 1);
-    CHECK(state.tensors.count(l->prefix() + ".stale_seen") == 1);
+    CHECK(state.tensors.count(l->weight.name + ".stale_mean") == 1);
   }
   for (const auto& [name, t] : read_safetensors(path).tensors) CHECK(name.find("stale") == std::string::npos);
 
@@ -121,15 +116,15 @@ TEST_CASE("a run with resizing and stale imputation resumes exactly from a check
   }
   CHECK(means(resumed) == means(whole));
 
-  // Means without their seen flags are refused, naming the tensor.
+  // Means of the wrong shape are refused, naming the tensor.
   std::vector<std::pair<std::string, Tensor>> kept;
   for (const auto& [name, t] : state.tensors)
-    if (name != "h.1.mlp.c_proj.stale_seen") kept.push_back({name, t});
+    kept.push_back({name, name == "h.1.mlp.c_proj.weight.stale_mean" ? slice_rows(t, 0, 1).clone() : t});
   write_safetensors(path + ".state", kept, state.metadata);
   GPT again(c);
   AdamW opt3(ao);
-  CHECK_THROWS_WITH_AS(load_checkpoint(path, again, &opt3), doctest::Contains("'h.1.mlp.c_proj.stale_seen' is missing"),
-                       Error);
+  CHECK_THROWS_WITH_AS(load_checkpoint(path, again, &opt3),
+                       doctest::Contains("tensor 'h.1.mlp.c_proj.weight.stale_mean' has shape"), Error);
 }
 
 TEST_CASE("a checkpoint without stale means (zero imputation, or older) loads and leaves none") {

@@ -207,3 +207,17 @@ TEST_CASE("on the GPU, the step clock counts the time a started all-reduce holds
   CHECK(clock.wait_ms() > 0);
   CHECK(clock.wait_ms() > 4 * clock.compute_ms());
 }
+
+TEST_CASE("the step clock counts a started all-reduce's wait as waiting and the compute around it as compute") {
+  std::unique_ptr<Communicator> single = make_single_process_communicator();
+  StepClock clock(*single, SlowdownSchedule{});
+  clock.begin_step(0);
+  Tensor t = Tensor::ones({4});
+  std::unique_ptr<PendingReduce> p = clock.start_all_reduce(t, ReduceOp::Sum);
+  CHECK(clock.segment_ms().size() == 1);  // the compute before the start
+  p->wait();
+  clock.end_segment();
+  // Compute before the start, between the start and the wait, and after the wait.
+  CHECK(clock.segment_ms().size() == 3);
+  CHECK(t.to_vector<float>() == std::vector<float>{1, 1, 1, 1});
+}

@@ -67,7 +67,7 @@ TEST_CASE("the SwiGLU MLP's neuron blocks are MLP units: one group for its three
   GPT m(c);
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const SwiGluMlp& mlp = swiglu(*m.blocks()[l]);
-    const UnitGroupInfo* group = m.units().group(UnitKind::Mlp, l).get();
+    const UnitGroup* group = m.units().group(UnitKind::Mlp, l).get();
     CHECK(group->name == "h." + std::to_string(l) + ".mlp");  // the partition's key, as the GELU MLP's
     CHECK(group->units == 4);
     CHECK(group->resizable);
@@ -132,8 +132,8 @@ TEST_CASE("a SwiGLU model holding its blocks in any order computes the same loss
 
 TEST_CASE("MLP kinds are looked up by name; an unknown one is refused with the known ones") {
   CHECK(mlp_kind_names() == std::vector<std::string>{"gelu", "swiglu"});
-  CHECK(mlp_kind("gelu").gpt2_activation == "gelu_new");
-  CHECK(mlp_kind("swiglu").gpt2_activation.empty());  // not GPT-2
+  CHECK(mlp_registration("gelu").gpt2_activation == "gelu_new");
+  CHECK(mlp_registration("swiglu").gpt2_activation.empty());  // not GPT-2
   GPTConfig c = tiny();
   c.mlp = "relu";
   CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("no MLP kind is called 'relu'; the registered ones are gelu, swiglu"),

@@ -1,8 +1,8 @@
 // What train's console says of the ranks: the monitor's table, units named by kind.
 #include <doctest/doctest.h>
 
-#include "train_log.cpp"
-#include "train_progress.cpp"
+#include "train_log.h"
+#include "train_progress.h"
 
 using namespace flextp;
 

@@ -6,15 +6,13 @@
 #include <cmath>
 #include <memory>
 
-// trainer.cpp and train_faults.cpp belong to the train executable, not to the library the tests link.
-#include "train_faults.cpp"
-#include "trainer.cpp"
-
 #include "core/autograd.h"
 #include "mpi/tiny_gpt.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
 #include "parallel/comm/communicator.h"
+#include "train_faults.h"
+#include "trainer.h"
 
 using namespace flextp;
 

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "nn/gpt.h"
-#include "nn/mlp.h"
+#include "nn/gelu_mlp.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
 #include "parallel/balance/active_units.h"
@@ -25,19 +25,19 @@ TEST_CASE("the registry holds every layer's heads and MLP blocks and the vocabul
   REQUIRE(r.groups().size() == static_cast<size_t>(2 * c.n_layer + 1));
   std::set<std::string> names;
   for (int64_t l = 0; l < c.n_layer; ++l) {
-    const UnitGroupInfo& h = *r.group(UnitKind::Head, l);
+    const UnitGroup& h = *r.group(UnitKind::Head, l);
     CHECK(h.layer == l);
     CHECK(h.units == c.n_head);
     CHECK(h.rows_per_unit == c.head_dim());
     CHECK(h.resizable);
-    const UnitGroupInfo& m = *r.group(UnitKind::Mlp, l);
+    const UnitGroup& m = *r.group(UnitKind::Mlp, l);
     CHECK(m.layer == l);
     CHECK(m.units == c.n_mlp_units());
     CHECK(m.rows_per_unit == c.mlp_unit);
     CHECK(m.resizable);
     names.insert({h.name, m.name});
   }
-  const UnitGroupInfo& v = *r.group(UnitKind::Vocab);
+  const UnitGroup& v = *r.group(UnitKind::Vocab);
   CHECK(v.units == 5);
   CHECK(v.layer == -1);
   CHECK_FALSE(v.resizable);
@@ -57,7 +57,7 @@ TEST_CASE("parameters with units point at their layer's group through one shared
   const UnitRegistry& r = m.units();
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const Block& b = *m.blocks()[l];
-    const MLP& mlp = dynamic_cast<const MLP&>(b.mlp);  // the default kind, gelu
+    const GeluMlp& mlp = dynamic_cast<const GeluMlp&>(b.mlp);  // the default kind, gelu
     CHECK(&b.attn.c_attn.weight.group() == r.group(UnitKind::Head, l).get());
     CHECK(&b.attn.c_proj.weight.group() == r.group(UnitKind::Head, l).get());
     CHECK(&mlp.c_fc.weight.group() == r.group(UnitKind::Mlp, l).get());
@@ -118,7 +118,7 @@ TEST_CASE("the resizer skips only groups the registry marks resizable, whatever 
   GPT m(c);
   std::vector<Parameter*> params = m.parameters();
   // A head group whose layer declares it not resizable: a copy of layer 0's heads, marked so.
-  auto fixed = std::make_shared<UnitGroupInfo>(*m.units().group(UnitKind::Head, 0));
+  auto fixed = std::make_shared<UnitGroup>(*m.units().group(UnitKind::Head, 0));
   fixed->resizable = false;
   for (Parameter* p : group_parameters(params, "h.0.head")) {
     auto layout = std::make_shared<UnitLayout>(*p->layout);

@@ -64,8 +64,8 @@ void check_replica_weights(Communicator& world, const Grid& grid, const std::vec
   std::vector<char> mine(n, 0);
   for (const Parameter* p : params) {
     std::vector<Tensor> tensors{p->value.detach().to(Device::cpu())};
-    for (const auto& [slot, t] : p->state)  // a slot of another shape is stale: the optimizer remakes it
-      if (t.shape() == p->value.shape()) tensors.push_back(t.detach().to(Device::cpu()));
+    for (const auto& [slot, t] : p->state)  // a slot of another shape is outdated: its owner remakes it
+      if (t.shape() == p->value.shape() && slot != kStaleMeanSlot) tensors.push_back(t.detach().to(Device::cpu()));
     if (p->replicated()) {
       const int64_t at = copies.at(p) + grid.tp_rank;
       mine[at] = 1;

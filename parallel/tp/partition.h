@@ -10,10 +10,7 @@
 
 namespace flextp {
 
-// A group as the model's unit registry describes it (nn/units.h); the partition reads its name
-// (its key), kind, layer and number of units.
-using UnitGroup = UnitGroupInfo;
-
+// A partition reads a UnitGroup's (core/unit_layout.h) name (its key), kind, layer and units.
 class Partition {
  public:
   Partition() = default;

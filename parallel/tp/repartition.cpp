@@ -10,10 +10,12 @@
 namespace flextp {
 namespace {
 
-// The tensors of a parameter that travel with its units: the value, then each slot.
+// The tensors of a parameter that travel with its units: the value, then each slot, the named
+// ones (made as zeros where missing) and every other one it holds, in name order.
 std::vector<Tensor*> travelling(Parameter& p, const std::vector<std::string>& slots) {
+  for (const std::string& s : slots) p.slot(s);
   std::vector<Tensor*> t{&p.value};
-  for (const std::string& s : slots) t.push_back(&p.slot(s));
+  for (auto& [name, slot] : p.state) t.push_back(&p.slot(name));
   return t;
 }
 

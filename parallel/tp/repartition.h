@@ -1,5 +1,5 @@
 #pragma once
-// Moving units between ranks at a step boundary, with their weights and optimizer state.
+// Moving units between ranks at a step boundary, with their weights and state slots.
 // Every rank calls with the same two partitions. Each moved unit is packed once, on its owner,
 // and sent straight to its new owner; everything one rank sends another travels in one message.
 // Afterwards every parameter holds its rank's new units: the ones it kept (in their old order)
@@ -21,8 +21,9 @@ struct RepartitionStats {
   int64_t messages = 0;       // (src, dst) pairs that exchanged data
 };
 
-// `slots` are the optimizer state names that travel with the weights ("m", "v"); a parameter
-// missing one gets it as zeros first, so that every rank packs the same layout.
+// Every slot of a parameter travels with its units (Parameter::state: the optimizer's, stale
+// imputation's means). `slots` names those every parameter must have ("m", "v"): one missing gets
+// them as zeros first, so that every rank packs the same layout.
 // `method` says how the packed messages travel: grouped point-to-point, or one all-to-all-v.
 RepartitionStats repartition(const std::vector<Parameter*>& params, const Partition& from,
                              const Partition& to, const std::vector<std::string>& slots,

@@ -7,6 +7,7 @@
 
 #include "nn/gpt.h"
 #include "optim/clip.h"
+#include "parallel/comm/gather_rows.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/dp/grid.h"
 #include "tests/mpi/mpi_context.h"
@@ -31,6 +32,17 @@ inline GridComms grid_of(int tp) {
   return out;
 }
 
+// The global gradient norm as the trainer takes it: every rank of the tensor-parallel group's
+// squares (grad_squares) gathered in one all-gather, their norm_of (tp may be null: one rank).
+inline double global_grad_norm(const std::vector<Parameter*>& params, Communicator* tp) {
+  GradSquares mine = grad_squares(params);
+  if (!tp) return norm_of({mine});
+  std::vector<GradSquares> ranks;
+  for (const std::vector<double>& row : all_gather_rows(*tp, {mine.split, mine.replicated}))
+    ranks.push_back({row[0], row[1]});
+  return norm_of(ranks);
+}
+
 // What the grids are compared with: one process computing the loss of the whole batch, its
 // gradients and their norm.
 struct OneProcess {
@@ -42,7 +54,7 @@ struct OneProcess {
     loss = model.loss(ids, targets);
     loss.backward();
     params = model.parameters();
-    norm = grad_norm(params, nullptr);
+    norm = global_grad_norm(params, nullptr);
   }
 };
 

@@ -88,7 +88,7 @@ TEST_CASE("a 3 x 2 grid summing in a ring's order keeps every replicated paramet
     std::string differ = differing_copies(world, params, true);
     INFO("gradients that differ: ", differ);
     REQUIRE(differ.empty());  // every rank decides alike (the comparison is the world's)
-    double norm = sync.same_on_every_replica(grad_norm(params, g.tp.get()));
+    double norm = sync.same_on_every_replica(test::global_grad_norm(params, g.tp.get()));
     clip_to_norm(params, clip, norm);
     opt.step(params, lr);
     for (Parameter* p : params) p->value.zero_grad();

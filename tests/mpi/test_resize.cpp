@@ -1,6 +1,7 @@
 // Priority resizing under tensor parallelism equals one process skipping the same units: losses,
-// every gradient, the optimizer's frozen and moving rows, and stale imputation's means, whose
-// checkpoint written at TP = k loads in one process and back at TP = k.
+// every gradient, the optimizer's frozen and moving rows, and stale imputation's means, which
+// travel with a migrated unit and whose checkpoint written at TP = k loads in one process and
+// back at TP = k.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -14,9 +15,11 @@
 #include "core/random.h"
 #include "nn/checkpoint.h"
 #include "parallel/balance/active_units.h"
+#include "parallel/tp/repartition.h"
 #include "parallel/tp/unit_gather.h"
 #include "tests/mpi/mpi_context.h"
 #include "tests/mpi/tiny_gpt.h"
+#include "tests/stale_means.h"
 
 using namespace flextp;
 
@@ -53,6 +56,11 @@ void skip(GPT& m) {
   }
 }
 
+// Every group back to all its units active (before a repartition, which keeps the local order).
+void unskip(GPT& m) {
+  for (const auto& entry : skipped_units()) set_active_units(group_parameters(m.parameters(), entry.first), -1);
+}
+
 // A tensor laid out like p.value, in logical unit order (all ranks' rows, whatever the order).
 Tensor logical(const Parameter& p, const Tensor& local, Communicator* comm) {
   return gather_logical(p, local.defined() ? local : Tensor::zeros(p.value.shape(), p.value.dtype()), comm);
@@ -76,25 +84,7 @@ void check_same(const Tensor& a, const Tensor& b, const std::string& what) {
 
 // The running means of every row-split layer by layer and unit, from all ranks.
 std::map<std::string, std::vector<double>> all_means(const GPT& m, Communicator* comm) {
-  std::map<std::string, std::vector<double>> out;
-  for (const Linear* l : m.row_split_layers()) {
-    int64_t units = l->weight.logical_rows() / l->weight.unit_rows(), width = l->weight.value.size(1);
-    // One row per unit, and a column saying the row is known.
-    Tensor rows = Tensor::zeros({units, width + 1}, DType::F64);
-    for (const auto& [u, t] : l->stale_means()) {
-      if (std::find(l->weight.units.begin(), l->weight.units.end(), u) == l->weight.units.end()) continue;
-      std::vector<double> v = t.to_vector<double>();
-      v.push_back(1.0);
-      std::copy(v.begin(), v.end(), rows.data<double>() + u * (width + 1));
-    }
-    if (comm) comm->all_reduce(rows);
-    std::vector<double> all = rows.to_vector<double>();
-    for (int64_t u = 0; u < units; ++u)
-      if (all[u * (width + 1) + width] != 0)
-        out[l->prefix() + " unit " + std::to_string(u)] =
-            std::vector<double>(all.begin() + u * (width + 1), all.begin() + (u + 1) * (width + 1) - 1);
-  }
-  return out;
+  return test::known_stale_means(m, comm);
 }
 
 void check_same_means(const std::map<std::string, std::vector<double>>& got,
@@ -211,4 +201,47 @@ TEST_CASE("stale means saved at TP = k load in one process and back at TP = k") 
   }
   comm.barrier();
   if (comm.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a migrated unit's stale mean travels with it: resized training with a migration mid-run equals one process (f64)") {
+  Communicator& comm = test::world();
+  const int n = comm.size();
+  GPTConfig c = test::tiny_config(DType::F64);
+  std::vector<UnitGroup> groups = unit_groups(c);
+  // Every skipped unit, and unit 0 of every group, changes owner at the migration.
+  Partition start = Partition::even(groups, n), moved = start;
+  for (const UnitGroup& g : groups) {
+    std::vector<int> owners = start.owners(g.name);
+    auto skipped = skipped_units().find(g.name);
+    for (int64_t u = 0; u < g.units; ++u)
+      if (u == 0 || (skipped != skipped_units().end() && skipped->second.count(u))) owners[u] = (owners[u] + 1) % n;
+    moved.set_owners(g.name, owners);
+  }
+  GPT one(c), tp(c, LocalUnits::of_rank(c, start, comm.rank()), &comm);
+  one.set_imputation(Impute::Stale);
+  tp.set_imputation(Impute::Stale);
+  AdamW opt_one({0.9, 0.999, 1e-8, 0.1}), opt_tp({0.9, 0.999, 1e-8, 0.1});
+  for (int step = 0; step < 5; ++step) {
+    INFO("step ", step);
+    if (step == 1) {  // after a step with every unit: every mean is known
+      skip(one);
+      skip(tp);
+    }
+    if (step == 3) {  // the skipped units move, with their means, and stay skipped
+      unskip(tp);
+      repartition(tp.parameters(), start, moved, opt_tp.slot_names(), &comm);
+      skip(tp);
+      check_same_means(all_means(tp, &comm), all_means(one, nullptr));
+    }
+    Tensor l1 = one.loss(tokens(step), tokens(100 + step)), lk = tp.loss(tokens(step), tokens(100 + step));
+    INFO(lk.item(), " vs ", l1.item());
+    CHECK(std::abs(lk.item() - l1.item()) <= 1e-12 * std::abs(l1.item()));
+    l1.backward();
+    lk.backward();
+    opt_one.step(one.parameters(), 1e-2);
+    opt_tp.step(tp.parameters(), 1e-2);
+    for (Parameter* p : one.parameters()) p->value.zero_grad();
+    for (Parameter* p : tp.parameters()) p->value.zero_grad();
+  }
+  check_same_means(all_means(tp, &comm), all_means(one, nullptr));
 }

@@ -8,7 +8,6 @@
 #include <memory>
 #include <string>
 
-// The Trainer's sources are compiled into this test binary by tests/mpi/train_sources.cpp.
 #include "trainer.h"
 
 #include "nn/unit_costs.h"

@@ -1,4 +1,4 @@
-#include "nn/layer_norm.h"
+#include "nn/layernorm.h"
 
 #include "core/ops/layernorm.h"
 
