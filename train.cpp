@@ -1,6 +1,6 @@
 // train: the flextp trainer. Reads a corpus, builds a GPT, trains it with AdamW (or SGD), logs,
 // evaluates, saves checkpoints and samples text. Flags are listed by `train --help` and in
-// docs/flags.md. Reading order: README -> this file (run() and its loop) -> trainer.h (one step
+// docs/flags.md. Reading order: README -> this file (run() and its loop) -> train/trainer.h (one step
 // and its report) -> nn/gpt.h -> nn/attention.h, nn/mlp.h -> core/.
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -12,13 +12,13 @@
 #include <optional>
 #include <sstream>
 
-#include "tools/parse_flags.h"
-#include "tools/tokenizer_flags.h"
-#include "train_faults.h"
-#include "train_options.h"
-#include "train_log.h"
-#include "train_stop.h"
-#include "trainer.h"
+#include "core/parse_flags.h"
+#include "data/tokenizer_flags.h"
+#include "train/watchdog.h"
+#include "train/options.h"
+#include "train/log.h"
+#include "train/stop_signals.h"
+#include "train/trainer.h"
 #include "core/autograd.h"
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/denormals.h"

@@ -17,7 +17,7 @@ struct GradSquares {
 };
 GradSquares grad_squares(const std::vector<Parameter*>& params);
 // The global norm from every rank's squares, `split` summed in rank order (the trainer gathers
-// them with its other bookkeeping in one collective: trainer.cpp).
+// them with its other bookkeeping in one collective: train/trainer.cpp).
 double norm_of(const std::vector<GradSquares>& ranks);
 // The L2 norm of all gradients (comm may be null for one process).
 double grad_norm(const std::vector<Parameter*>& params, Communicator* comm);

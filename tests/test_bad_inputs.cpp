@@ -15,8 +15,8 @@
 #include "nn/checkpoint.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
-#include "tools/parse_flags.h"
-#include "train_options.h"
+#include "core/parse_flags.h"
+#include "train/options.h"
 
 using namespace flextp;
 using test::Run;

@@ -1,5 +1,5 @@
 // Library errors name the problem in the library's terms; only train speaks of its flags, and
-// puts the flag in front of a library error (with_flag, train_options.h).
+// puts the flag in front of a library error (with_flag, train/options.h).
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "train_options.h"
+#include "train/options.h"
 
 using namespace flextp;
 
@@ -58,8 +58,11 @@ TEST_CASE("library sources name no flag of train's in their messages") {
           found.insert(std::filesystem::relative(e.path(), FLEXTP_SOURCE_DIR).generic_string());
       }
     }
+  // The flag handling that flextp's programs share lives beside the library, which names flags.
+  found.erase("core/parse_flags.h");
+  found.erase("data/tokenizer_flags.h");
   for (const std::string& file : found) {
-    INFO(file, " has a message that names a flag of train's: name the problem, and let train (train_options.h, "
+    INFO(file, " has a message that names a flag of train's: name the problem, and let train (train/options.h, "
                "with_flag) put the flag in front");
     CHECK(false);
   }

@@ -6,8 +6,7 @@
 #include <regex>
 #include <sstream>
 
-// train_options.cpp belongs to the train executable, not to the library the tests link.
-#include "train_options.cpp"
+#include "train/options.h"
 
 using namespace flextp;
 

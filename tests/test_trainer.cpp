@@ -6,9 +6,7 @@
 #include <cmath>
 #include <memory>
 
-// trainer.cpp and train_faults.cpp belong to the train executable, not to the library the tests link.
-#include "train_faults.cpp"
-#include "trainer.cpp"
+#include "train/trainer.h"
 
 #include "core/autograd.h"
 #include "mpi/tiny_gpt.h"

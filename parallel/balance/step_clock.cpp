@@ -7,14 +7,10 @@
 #include <thread>
 
 #include "core/cuda/cuda_runtime_api.h"
+#include "core/timer.h"
 
 namespace flextp {
 namespace {
-
-double now_ms() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
 
 // This thread's CPU time: inside a collective, the wall time beyond it is time descheduled.
 double thread_cpu_ms() {

@@ -8,8 +8,7 @@
 #include <memory>
 #include <string>
 
-// The Trainer's sources are compiled into this test binary by tests/mpi/train_sources.cpp.
-#include "trainer.h"
+#include "train/trainer.h"
 
 #include "nn/unit_costs.h"
 #include "tests/mpi/counting_communicator.h"

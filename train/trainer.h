@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "train_faults.h"
-#include "train_options.h"
+#include "train/watchdog.h"
+#include "train/options.h"
 #include "data/batches.h"
 #include "nn/gpt.h"
 #include "optim/clip.h"
@@ -34,7 +34,7 @@ struct StepReport {
   bool skipped = false;
   int64_t bad_in_row = 0, bad_total = 0;  // skipped steps
   // A signal (SIGINT, SIGTERM) that some rank of the job was asked to stop by, learnt by every
-  // rank in this step's exchange: all stop after this step (train_stop.h). 0: go on.
+  // rank in this step's exchange: all stop after this step (train/stop_signals.h). 0: go on.
   int stop_signal = 0;
   double ms = 0, tokens_per_s = 0;        // the whole step, the balancer's work included
   BalanceStep balance;                    // the plan, the policy's choice, the bytes moved

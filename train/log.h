@@ -1,14 +1,14 @@
 #pragma once
 // What rank 0 writes while training, all of it read from the StepReports: the console's log
-// lines, the live progress line (train_progress.h) and the metrics file, one JSON line per step.
+// lines, the live progress line (train/progress.h) and the metrics file, one JSON line per step.
 // The other ranks write nothing.
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include "train_progress.h"
-#include "trainer.h"
+#include "train/progress.h"
+#include "train/trainer.h"
 
 namespace flextp {
 

@@ -1,4 +1,4 @@
-#include "train_log.h"
+#include "train/log.h"
 
 #include <cerrno>
 #include <cstring>

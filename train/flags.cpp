@@ -1,11 +1,11 @@
-#include "train_options.h"
+#include "train/options.h"
 
 #include <cctype>
 #include <utility>
 
 #include "nn/mlp_layer.h"
 #include "parallel/balance/policy.h"
-#include "tools/tokenizer_flags.h"
+#include "data/tokenizer_flags.h"
 
 namespace flextp {
 

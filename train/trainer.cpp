@@ -1,8 +1,8 @@
-#include "trainer.h"
+#include "train/trainer.h"
 
 #include <algorithm>
 
-#include "bench/timer.h"
+#include "core/timer.h"
 #include "optim/clip.h"
 #include "parallel/comm/gather_rows.h"
 #include "parallel/dp/micro_batches.h"
@@ -71,7 +71,7 @@ Trainer::Bookkeeping Trainer::exchange_bookkeeping(const GradSquares& squares, i
 }
 
 StepReport Trainer::step(int64_t step, const std::function<int()>& stop_request) {
-  double t0 = bench::now_ms();
+  double t0 = now_ms();
   clock_.begin_step(step);
   model_.set_step(static_cast<uint64_t>(step));
   watchdog_.beat(step + 1);
@@ -148,7 +148,7 @@ StepReport Trainer::step(int64_t step, const std::function<int()>& stop_request)
                                     r.balance.shares);
     balancer_.observe_replicas(shares_.view());
   }
-  r.ms = bench::now_ms() - t0;
+  r.ms = now_ms() - t0;
   r.tokens_per_s = static_cast<double>(o_.batch * o_.seq_len) / (r.ms / 1000.0);
   if (clock_.size() > 1) {
     r.ranks = balancer_.monitor().table();

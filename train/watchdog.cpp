@@ -1,4 +1,4 @@
-#include "train_faults.h"
+#include "train/watchdog.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,18 +8,18 @@
 #include <limits>
 #include <unistd.h>
 
-#include "bench/timer.h"
+#include "core/timer.h"
 #include "core/error.h"
 
 namespace flextp {
 
 Watchdog::Watchdog(double timeout_s, int rank) : timeout_s_(timeout_s), rank_(rank) {
-  last_ms_ = bench::now_ms();
+  last_ms_ = now_ms();
   if (timeout_s_ <= 0) return;
   thread_ = std::thread([this] {
     while (!stop_) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      double idle_s = (bench::now_ms() - last_ms_) / 1000.0;
+      double idle_s = (now_ms() - last_ms_) / 1000.0;
       if (idle_s > timeout_s_ && !paused_) {
         // The peers are gone or stuck: a collective would wait forever. Nothing can be saved
         // safely from here; the last checkpoint stays as it was.
@@ -40,14 +40,14 @@ Watchdog::~Watchdog() {
 }
 
 void Watchdog::beat(int64_t step) {
-  last_ms_ = bench::now_ms();
+  last_ms_ = now_ms();
   step_ = step;
 }
 
 void Watchdog::pause() { paused_ = true; }
 
 void Watchdog::resume() {
-  last_ms_ = bench::now_ms();
+  last_ms_ = now_ms();
   paused_ = false;
 }
 
