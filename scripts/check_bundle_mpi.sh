@@ -22,7 +22,7 @@ if [ $# -eq 0 ]; then
   cp "$BUNDLE/train" "$tmp/"
   head -c 20000 README.md >"$tmp/corpus.txt"
   set -- "$tmp/train" --tp 2 --data "$tmp/corpus.txt" --steps 2 --n-layer 1 --n-head 2 --n-embd 32 --seq-len 16 \
-    --batch 2 --log-every 1 --eval-every 0 --tokenizer byte
+    --batch 2 --log-every 1 --eval-every 0 --tokenizer byte --no-save
 fi
 # The installed MPI, hidden: every file of it that the bundle carries a copy of too.
 hide=$tmp/hide.sh

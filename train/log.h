@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "train/options.h"
 #include "train/progress.h"
 #include "train/trainer.h"
 
@@ -21,8 +22,9 @@ std::string replica_table(const ReplicaView& replicas);
 
 class TrainLog {
  public:
-  // Opens --metrics for appending; `cuda`: the first step says which attention runs.
-  TrainLog(bool lead, const TrainOptions& o, bool cuda);
+  // Opens --metrics for appending; `steps`: the run's last step; `cuda`: the first step says
+  // which attention runs.
+  TrainLog(bool lead, const OutputOptions& o, int64_t steps, bool cuda);
   template <typename... Args>
   void say(const char* fmt, Args... args) {
     if (lead_) std::printf(fmt, args...);

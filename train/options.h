@@ -1,100 +1,94 @@
 #pragma once
-// The flags of `train` (docs/flags.md lists them), in one struct.
-#include <CLI/CLI.hpp>
-#include <sstream>
+// The settings of `train`, in the groups its --help shows (docs/flags.md lists them). Where the
+// library has a struct for a group (GPTConfig, CosineSchedule, BalanceOptions), the flags set
+// that struct and take its defaults: one source for each. The harness group (faults, emulated
+// stragglers, contention) exists to test and measure flextp, not to train a model.
+#include <cstdint>
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "data/tokenizer.h"
 #include "nn/config.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "parallel/balance/balance_options.h"
-#include "parallel/balance/planner.h"
-#include "parallel/balance/resizer.h"
 
 namespace flextp {
 
-// Where a library type already has a default, the flag takes it from there: one source for each.
-namespace library_defaults {
-inline const GPTConfig model;
-inline const PlannerOptions planner;
-inline const ResizeOptions resize;
-inline const SGDOptions sgd;
-inline const CosineSchedule schedule;
-}  // namespace library_defaults
-
-struct TrainOptions {
-  // model (n_positions 0: --seq-len; vocab 0: the tokenizer's)
-  int64_t n_layer = library_defaults::model.n_layer, n_head = library_defaults::model.n_head,
-          n_embd = library_defaults::model.n_embd, seq_len = 128, n_positions = 0, vocab = 0;
-  int64_t mlp_unit = library_defaults::model.mlp_unit, vocab_unit = library_defaults::model.vocab_unit;
-  std::string mlp = library_defaults::model.mlp;
-  double dropout = library_defaults::model.dropout;
-  // run
-  std::string data, val_data, save, load, init_from_hf, metrics, optimizer = "adamw", prompt = "\n";
-  std::string no_decay = "bias,ln_,wpe";
-  int64_t batch = 16, steps = 600, warmup = 50, eval_every = 100, eval_batches = 10, log_every = 10,
-          save_every = 0, sample = 0, sample_every = 0, top_k = 40;
-  double lr = library_defaults::schedule.max_lr, min_lr = library_defaults::schedule.min_lr, weight_decay = 0.1,
-         grad_clip = 1.0, val_fraction = 0.1, temperature = 0.8, momentum = library_defaults::sgd.momentum;
-  uint64_t seed = library_defaults::model.seed;
-  bool eval_only = false;
-  std::string device = "cpu";  // cpu, cuda (one GPU per local rank) or cuda:N
-  bool tf32 = false, bf16 = false;
-  std::string attention = "auto";
-  std::string comm_backend = "auto";  // auto: NCCL for GPU ranks under mpirun, MPI otherwise
-  std::string tokenizer = "byte", tokenizer_dir, export_hf;
-  int64_t keep_last = 0, max_bad_steps = 10;
-  double rank_timeout = 600;  // seconds a collective may wait before a rank gives up on its peers
-  std::vector<int64_t> fault_nan_steps;  // testing: poison the loss at these steps (1-based)
-  std::string fault_kill;                // testing: RANK:STEP kills that rank in the middle of the step
-  std::string fault_hang;                // testing: RANK:STEP stops that rank there (alive, silent)
-  // the process grid: tp ranks per tensor-parallel group (0: all), the rest data parallel
-  int64_t tp = 0, micro_batch = 0;  // micro_batch 0: a replica's whole share at once
-  int64_t tp_chunks = 1;            // batch chunks whose tensor-parallel all-reduces overlap (GPT::set_tp_chunks)
-  double dp_bucket_mb = 25;         // data-parallel gradient buckets, MB
-  std::string dp_shares = "speed";  // windows per replica: "speed" (balanced by speed) or "even"
-  // tensor parallelism and balancing
-  std::string tp_weights, straggler_trace, comm = "auto", impute = "zero";
-  std::vector<std::string> tp_assign, stragglers, contend;
-  // balancing: the defaults are BalanceOptions' (parallel/balance/balance_options.h)
-  std::string balance = BalanceOptions{}.policy, priority = BalanceOptions{}.resize.priority;
-  int64_t horizon = BalanceOptions{}.planner.horizon, monitor_window = BalanceOptions{}.window;
-  double min_gain = BalanceOptions{}.planner.min_gain;
-  bool closed_loop = BalanceOptions{}.trials.enabled;
-  std::string model_off;  // harness: refinements of the planner's model switched off (an ablation)
-  std::string lambda = [] {  // a number or inf
-    std::ostringstream text;
-    text << BalanceOptions{}.lambda;
-    return text.str();
-  }();
+struct DataOptions {
+  std::string data, val_data;  // no --data: the built-in corpus; no --val-data: its last val_fraction
+  double val_fraction = 0.1;
+  std::string tokenizer = "byte", tokenizer_dir;
+  int64_t batch = 16;     // windows per optimizer step, over all replicas
+  int64_t seq_len = 128;  // tokens per window
 };
 
-void add_train_flags(CLI::App& app, TrainOptions& o);
+struct OptimizationOptions {
+  std::string optimizer = "adamw";  // or sgd
+  // --lr, --min-lr and --warmup; `total` is the run's (make_schedule, train/resume.h).
+  CosineSchedule schedule{CosineSchedule{}.max_lr, CosineSchedule{}.min_lr, 50, 0};
+  int64_t steps = 600;  // counted from the first step of the run a checkpoint resumes
+  bool reset_schedule = false;  // a resumed run stretches the schedule to --steps
+  double weight_decay = 0.1, momentum = SGDOptions{}.momentum, grad_clip = 1.0;
+  std::string no_decay = "bias,ln_,wpe";  // name parts of the parameters without weight decay
+  int64_t max_bad_steps = 10;
+};
 
-// Runs f, which reads what `flag` gave. The library's errors name the problem in its own terms;
-// this puts the flag in front, so the user knows what to change:
-//   --straggler: straggler '1:fast' (RANK:FACTOR[:FROM[:TO]]): 'fast' is not a number
-template <typename F>
-auto with_flag(const std::string& flag, F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const Error& e) {
-    throw Error(flag + ": " + e.what());
-  }
-}
+struct ParallelOptions {
+  std::string device = "cpu";        // cpu, cuda (one GPU per local rank) or cuda:N
+  std::string comm_backend = "auto";  // auto: NCCL for GPU ranks under mpirun, MPI otherwise
+  std::string attention = "auto";
+  bool tf32 = false, bf16 = false;
+  int64_t tp = 0;           // ranks per tensor-parallel group (0: all); the rest data parallel
+  int64_t micro_batch = 0;  // 0: a replica's whole share at once
+  int64_t tp_chunks = 1;    // batch chunks whose tensor-parallel all-reduces overlap (GPT::set_tp_chunks)
+  double dp_bucket_mb = 25;
+  std::string dp_shares = "speed";  // windows per replica: "speed" or "even"
+  std::string tp_weights, comm = "auto";
+  std::vector<std::string> tp_assign;
+  double rank_timeout = 600;  // seconds a collective may wait before a rank gives up on its peers
+};
 
-// GPTConfig::validate, its errors naming the flags where it names the settings they set
-// (n_embd -> --n-embd): "--n-embd 10 is not divisible by --n-head 4".
-void validate_model_flags(const GPTConfig& c);
+struct BalancingOptions {
+  BalanceOptions balancer;  // resize.seed: the run's seed, set when it is known
+  std::string impute = "zero";
+};
 
-// Refuses flags that could not take effect (--save-every without --save, --keep-last without
-// --save-every, --eval-only with --save or --export-hf): a flag that does nothing says so.
-void check_flag_combinations(const TrainOptions& o);
+struct CheckpointOptions {
+  std::string save, load, init_from_hf, export_hf;
+  std::string name;      // of the run directory runs/NAME/ that a run without --save saves into
+  bool no_save = false;  // not even there
+  int64_t save_every = 0, keep_last = 0;
+};
 
-// The tokenizer --tokenizer and --tokenizer-dir name.
-std::unique_ptr<Tokenizer> tokenizer_from_flags(const TrainOptions& o);
+struct OutputOptions {
+  std::string metrics, prompt = "\n";
+  int64_t log_every = 10, eval_every = 100, eval_batches = 10, sample = 0, sample_every = 0, top_k = 40;
+  double temperature = 0.8;
+  bool eval_only = false;
+};
+
+// The testing harness (--model-off, also of the harness, switches off parts of balancer.model).
+struct HarnessOptions {
+  std::vector<int64_t> fault_nan_steps;  // poison the loss at these steps (1-based)
+  std::string fault_kill;                // RANK:STEP kills that rank in the middle of the step
+  std::string fault_hang;                // RANK:STEP stops that rank there (alive, silent)
+  std::vector<std::string> stragglers, contend;
+  std::string straggler_trace;
+};
+
+struct TrainOptions {
+  // vocab_size and n_positions hold --vocab and --n-positions when given; model_config() puts the
+  // tokenizer's and --seq-len in when not (train/model_config.h).
+  GPTConfig model;
+  DataOptions data;
+  OptimizationOptions optimization;
+  ParallelOptions parallel;
+  BalancingOptions balancing;
+  CheckpointOptions checkpoint;
+  OutputOptions output;
+  HarnessOptions harness;
+  uint64_t seed = GPTConfig{}.seed;  // initialisation, data order, dropout, sampling, resizing
+  bool debug = false;                // errors name the source line they come from
+};
 
 }  // namespace flextp

@@ -1,14 +1,10 @@
 #pragma once
 // Guarding a long multi-rank run: a watchdog that ends a rank whose peers stopped answering (a
-// killed rank must not leave the others waiting forever), and the fault injection the tests use
-// to poison a step's loss (--fault-nan-steps), kill a rank in the middle of a step (--fault-kill
-// RANK:STEP) or stop it there for good, alive but silent (--fault-hang RANK:STEP: what a lost node
-// looks like to its peers).
+// killed rank must not leave the others waiting forever). train/fault_hook.h injects the faults
+// it is tested with.
 #include <atomic>
 #include <cstdint>
-#include <string>
 #include <thread>
-#include <vector>
 
 namespace flextp {
 
@@ -32,22 +28,6 @@ class Watchdog {
   std::atomic<int64_t> step_{0};
   std::atomic<bool> stop_{false}, paused_{false};
   std::thread thread_;
-};
-
-// Every injected fault behind the one hook the training step calls, after its forward pass.
-class FaultHook {
- public:
-  FaultHook() = default;  // injects nothing
-  // Steps count from 1; kill and hang are RANK:STEP or empty, checked against `ranks`.
-  FaultHook(std::vector<int64_t> nan_steps, std::string kill, std::string hang, int rank, int ranks);
-  // The loss the step goes on with (NaN at a poisoned step); kills or stops this rank where a
-  // spec names it and `step`.
-  double after_forward(int64_t step, double loss) const;
-
- private:
-  std::vector<int64_t> nan_steps_;
-  std::string kill_, hang_;
-  int rank_ = 0;
 };
 
 }  // namespace flextp
