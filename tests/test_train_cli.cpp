@@ -231,8 +231,8 @@ TEST_CASE("under mpirun, a bad partition stops every rank with a clear message, 
   fails_with("--comm fastest", "--comm");
   fails_with("--balance shrink", "--balance");
   fails_with("--priority loud", "--priority");
-  fails_with("--lambda -1", "--lambda '-1' must be a number >= 0 or inf");
-  fails_with("--lambda lots", "--lambda 'lots'");
+  fails_with("--lambda -1", "--lambda: '-1' must be a number >= 0 or inf");
+  fails_with("--lambda lots", "--lambda: 'lots'");
   fails_with("--contend 1", "RANK:THREADS");
 }
 

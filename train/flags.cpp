@@ -219,7 +219,7 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
         app.set_config("--config", "", "read flags from a TOML or INI file (KEY = VALUE, KEY a flag without its "
                        "dashes); flags on the command line override it"),
         app.set_version_flag("--version", version_text()),
-        app.add_flag("--debug", o.debug, "errors also name the source line they come from")})
+        app.add_flag("--debug", o.debug, "a failure's message also names the source line it comes from")})
     general->group("General");
   app.allow_config_extras(CLI::config_extras_mode::error);
   const std::pair<const char*, std::function<void()>> groups[] = {
