@@ -28,8 +28,9 @@ def train(build, ranks, args, metrics, bind="none"):
         bind = "core:overload-allowed"  # more ranks than cores: they share cores (figures mean little)
     if os.path.exists(metrics):
         os.remove(metrics)  # train appends (a resumed run continues its file): start each run afresh
+    keep = [] if "--save" in args else ["--no-save"]  # a measurement keeps no checkpoint (train's default does)
     cmd = MPIRUN + ["--bind-to", bind, "-np", str(ranks), "-x", "OMP_NUM_THREADS=1", os.path.join(build, "train"),
-                    "--metrics", metrics] + args
+                    "--metrics", metrics] + keep + args
     done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-3000:]}")

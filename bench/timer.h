@@ -1,15 +1,13 @@
 #pragma once
 // Median wall time of repeated runs, for benchmarks (tests never time anything).
 #include <algorithm>
-#include <chrono>
 #include <vector>
+
+#include "core/timer.h"
 
 namespace flextp::bench {
 
-inline double now_ms() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
+using flextp::now_ms;
 
 template <typename F>
 double median_ms(F&& f, int warmup = 2, int reps = 7) {

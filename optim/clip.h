@@ -16,7 +16,7 @@ struct GradSquares {
 };
 GradSquares grad_squares(const std::vector<Parameter*>& params);
 // The global norm from every rank's squares, `split` summed in rank order (the trainer gathers
-// them with its other bookkeeping in one collective: trainer.cpp).
+// them with its other bookkeeping in one collective: train/trainer.cpp).
 double norm_of(const std::vector<GradSquares>& ranks);
 // Scales gradients whose global norm is `norm` so that it becomes at most max_norm.
 void clip_to_norm(const std::vector<Parameter*>& params, double max_norm, double norm);

@@ -40,7 +40,7 @@ head -c 20000 README.md >"$tmp/corpus.txt"
 B=$repo/gpu-bundle
 if [ $# -eq 0 ]; then
   set -- "$B/train" --tp 2 --data "$tmp/corpus.txt" --steps 2 --n-layer 1 --n-head 2 --n-embd 32 --seq-len 16 \
-    --batch 2 --log-every 1 --eval-every 0 --tokenizer byte
+    --batch 2 --log-every 1 --eval-every 0 --tokenizer byte --no-save
 fi
 
 # What runs inside: the four checks.

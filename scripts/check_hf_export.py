@@ -36,7 +36,7 @@ def main():
     for name, flags in cases:
         out = os.path.join(work, name.split(",")[0].replace(" ", "_"))
         subprocess.run([os.path.join(a.build, "train"), "--steps", "20", "--eval-every", "0", "--log-every", "1000",
-                        "--export-hf", out] + flags, check=True, stdout=subprocess.DEVNULL)
+                        "--export-hf", out, "--no-save"] + flags, check=True, stdout=subprocess.DEVNULL)
         model = GPT2LMHeadModel.from_pretrained(out, local_files_only=True).eval()
         vocab, positions = model.config.vocab_size, model.config.n_positions
         rng = random.Random(7)

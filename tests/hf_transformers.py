@@ -124,7 +124,7 @@ def main():
     hf.save_pretrained(src, safe_serialization=True)
     tuned = os.path.join(work, "tuned")
     log = run(base[:-2] + ["--steps", "2", "--tokenizer", "gpt2", "--tokenizer-dir", a.gpt2_dir, "--init-from-hf", src,
-                           "--export-hf", tuned])
+                           "--export-hf", tuned, "--no-save"])
     check(all(os.path.isfile(os.path.join(tuned, f)) for f in ("vocab.json", "merges.txt", "tokenizer_config.json")),
           "the export of a GPT-2-vocabulary model has vocab.json, merges.txt and tokenizer_config.json")
     model = GPT2LMHeadModel.from_pretrained(tuned, local_files_only=True).eval()

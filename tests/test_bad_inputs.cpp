@@ -15,8 +15,8 @@
 #include "nn/checkpoint.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
-#include "tools/parse_flags.h"
-#include "train_options.h"
+#include "core/parse_flags.h"
+#include "train/flags.h"
 
 using namespace flextp;
 using test::Run;
@@ -128,8 +128,8 @@ TEST_CASE("no floating flag takes NaN or infinity") {
   add_train_flags(fine, f);
   require_representable_numbers(fine);
   fine.parse(std::vector<std::string>{"0.5", "--grad-clip", "1e-4", "--lr"});
-  CHECK(f.lr == 1e-4);
-  CHECK(f.grad_clip == 0.5);
+  CHECK(f.optimization.schedule.max_lr == 1e-4);
+  CHECK(f.optimization.grad_clip == 0.5);
   // End to end, before any work: the message names the flag and the value.
   test::TempDir dir("nanflag");
   const std::string run = std::string(test::kTiny) + " --data " + test::corpus(dir) + " --steps 1 ";

@@ -1,5 +1,5 @@
 // Dropout with micro-steps: a replica's windows run a few at a time (--micro-batch) and each
-// micro-step must drop what the whole batch drops in its windows (trainer.cpp passes each
+// micro-step must drop what the whole batch drops in its windows (train/trainer.cpp passes each
 // micro-step's first window in the step's batch to the model). Step by step, the losses of the
 // cut runs follow the whole-batch run's, on one process and on a 2 x 2 grid.
 #include <doctest/doctest.h>

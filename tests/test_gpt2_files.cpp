@@ -8,7 +8,7 @@
 #include "data/gpt2_files.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
-#include "tools/tokenizer_flags.h"
+#include "data/tokenizer_flags.h"
 
 using namespace flextp;
 

@@ -1,8 +1,7 @@
 // What train's console says of the ranks: the monitor's table, units named by kind.
 #include <doctest/doctest.h>
 
-#include "train_log.h"
-#include "train_progress.h"
+#include "train/log.h"
 
 using namespace flextp;
 

@@ -88,10 +88,10 @@ TEST_CASE("SIGTERM after step 3 saves step 3: the resumed run continues the unin
     CHECK(b[i]["step"] == a[3 + i]["step"]);
     CHECK(b[i]["loss"] == a[3 + i]["loss"]);
   }
-  // Without --save: it stops and says that nothing was saved.
-  Run unsaved = test::run_command("env FLEXTP_FAULT_SIGNAL=0:2:2 " + test::train_binary() + " " + base);
+  // With --no-save: it stops and says that nothing was saved.
+  Run unsaved = test::run_command("env FLEXTP_FAULT_SIGNAL=0:2:2 " + test::train_binary() + " " + base + " --no-save");
   CHECK(unsaved.status == 130);
-  CHECK(has(unsaved.output, "stopped by SIGINT after step 2 (nothing saved: no --save)"));
+  CHECK(has(unsaved.output, "stopped by SIGINT after step 2 (nothing saved: --no-save)"));
 }
 
 TEST_CASE("a second signal ends the run at once, even in the middle of its save") {

@@ -6,13 +6,13 @@
 #include <cmath>
 #include <memory>
 
+#include "train/trainer.h"
+
 #include "core/autograd.h"
 #include "mpi/tiny_gpt.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
 #include "parallel/comm/communicator.h"
-#include "train_faults.h"
-#include "trainer.h"
 
 using namespace flextp;
 
@@ -20,7 +20,8 @@ namespace {
 
 // A tiny GPT and everything its Trainer needs, on one process.
 struct OneProcess {
-  TrainOptions o;
+  StepSettings o;
+  uint64_t seed = 1337;
   GPTConfig c = test::tiny_config(DType::F32);
   std::vector<int32_t> tokens;
   std::unique_ptr<Communicator> single = make_single_process_communicator();
@@ -33,7 +34,8 @@ struct OneProcess {
   int warnings = 0;  // skipped steps heard of
 
   explicit OneProcess(std::vector<int64_t> nan_steps, int64_t max_bad_steps = 10) {
-    o.batch = 2, o.seq_len = 8, o.steps = 5, o.warmup = 0, o.lr = 1e-2, o.max_bad_steps = max_bad_steps;
+    o.batch = 2, o.seq_len = 8, o.steps = 5, o.schedule = {1e-2, 1e-4, 0, 5}, o.grad_clip = 1.0;
+    o.max_bad_steps = max_bad_steps;
     for (int i = 0; i < 200; ++i) tokens.push_back(static_cast<int32_t>((i * 7 + i / 5) % c.vocab_size));
     clock = std::make_unique<StepClock>(*single, SlowdownSchedule({}, 1));
     Partition all = Partition::even(unit_groups(c), 1);
@@ -41,7 +43,7 @@ struct OneProcess {
     balancer = std::make_unique<Balancer>(*single, unit_groups(c), all, gpt_unit_costs(c, o.batch, o.seq_len, 2),
                                           CommCostModel{}, BalanceOptions{});
     trainer = std::make_unique<Trainer>(o, *model, opt, *clock, *balancer, watchdog,
-                                        BatchSampler(&tokens, o.batch, o.seq_len, o.seed),
+                                        BatchSampler(&tokens, o.batch, o.seq_len, seed),
                                         FaultHook(nan_steps, "", "", 0, 1), [this](const StepReport&) { ++warnings; });
   }
   std::vector<std::vector<float>> weights() {
@@ -58,13 +60,13 @@ TEST_CASE("a training step reports the batch's loss; a poisoned step is skipped 
   double expected = [] {  // the first batch's loss under the untrained weights
     OneProcess fresh({});
     NoGradGuard ng;
-    Batch b = BatchSampler(&fresh.tokens, fresh.o.batch, fresh.o.seq_len, fresh.o.seed).at_step(0);
+    Batch b = BatchSampler(&fresh.tokens, fresh.o.batch, fresh.o.seq_len, fresh.seed).at_step(0);
     return fresh.model->loss(b.ids, b.targets).item();
   }();
   StepReport first = run.trainer->step(0);
   CHECK(first.step == 1);
   CHECK(first.loss == expected);
-  CHECK(first.lr == CosineSchedule{run.o.lr, run.o.min_lr, run.o.warmup, run.o.steps}.at(0));
+  CHECK(first.lr == CosineSchedule{1e-2, 1e-4, 0, 5}.at(0));
   CHECK(first.grad_norm > 0);
   CHECK(!first.skipped);
   CHECK(first.tokens_per_s > 0);

@@ -13,8 +13,8 @@
 #include "nn/checkpoint.h"
 #include "nn/generate.h"
 #include "nn/hf_gpt2.h"
-#include "tools/parse_flags.h"
-#include "tools/tokenizer_flags.h"
+#include "core/parse_flags.h"
+#include "data/tokenizer_flags.h"
 
 using namespace flextp;
 

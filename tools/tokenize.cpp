@@ -14,8 +14,8 @@
 #include "data/batches.h"
 #include "data/gpt2_tokenizer.h"
 #include "data/token_files.h"
-#include "tools/parse_flags.h"
-#include "tools/tokenizer_flags.h"
+#include "core/parse_flags.h"
+#include "data/tokenizer_flags.h"
 
 using namespace flextp;
 

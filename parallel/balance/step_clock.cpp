@@ -6,14 +6,10 @@
 #include <thread>
 
 #include "core/cuda/cuda_runtime_api.h"
+#include "core/timer.h"
 
 namespace flextp {
 namespace {
-
-double now_ms() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
 
 // The GPU's compute stream: a CUDA event on each side of the work timed.
 class GpuComputeStream : public ComputeStream {

@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "trainer.h"
+#include "train/trainer.h"
 
 #include "nn/unit_costs.h"
 #include "parallel/dp/replica_agreement.h"
@@ -22,10 +22,10 @@ TEST_CASE("replicas with different partitions clip every step by one norm and ke
   Communicator& world = test::world();
   if (world.size() != 4) return;  // 2 replicas of 2 ranks
   test::GridComms g = test::grid_of(2);
-  TrainOptions o;
-  o.batch = 4, o.seq_len = 7, o.steps = 6, o.warmup = 0, o.lr = 1e-2;
+  StepSettings o;
+  o.batch = 4, o.seq_len = 7, o.steps = 6, o.schedule = {1e-2, 1e-4, 0, 6};
   o.grad_clip = 1e-3;  // far below the tiny model's norms: every step is clipped
-  o.dp_shares = "even";
+  o.speed_shares = false;
   GPTConfig c = test::tiny_config(DType::F64);
   std::vector<int32_t> tokens;
   for (int i = 0; i < 200; ++i) tokens.push_back(static_cast<int32_t>((i * 7 + i / 5) % c.vocab_size));
@@ -38,7 +38,7 @@ TEST_CASE("replicas with different partitions clip every step by one norm and ke
   Balancer balancer(clock.untimed(), unit_groups(c), part, gpt_unit_costs(c, 2, o.seq_len, 2), CommCostModel{},
                     BalanceOptions{});
   Watchdog watchdog(0, 0);
-  Trainer trainer(o, model, opt, clock, balancer, watchdog, BatchSampler(&tokens, o.batch, o.seq_len, o.seed),
+  Trainer trainer(o, model, opt, clock, balancer, watchdog, BatchSampler(&tokens, o.batch, o.seq_len, 1337),
                   FaultHook({}, "", "", world.rank(), world.size()), [](const StepReport&) {},
                   Replicas{g.grid, g.dp.get(), 4096, &world});
   for (int64_t s = 0; s < o.steps; ++s) {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "trainer.h"
+#include "train/trainer.h"
 
 #include "nn/unit_costs.h"
 #include "tests/mpi/counting_communicator.h"
@@ -22,7 +22,7 @@ namespace {
 // A tiny GPT's Trainer on every rank of `comm` (the world by default), one replica, every
 // collective counted.
 struct CountedRun {
-  TrainOptions o;
+  StepSettings o;
   GPTConfig c = test::tiny_config(DType::F32);
   std::vector<int32_t> tokens;
   test::CountingCommunicator counted;
@@ -33,8 +33,8 @@ struct CountedRun {
   Watchdog watchdog{0, 0};
   std::unique_ptr<Trainer> trainer;
 
-  explicit CountedRun(Communicator& comm = test::world()) : counted(comm) {
-    o.batch = 2, o.seq_len = 8, o.steps = 4, o.warmup = 0, o.lr = 1e-2;
+  explicit CountedRun(Communicator& comm = test::world(), double grad_clip = 1.0) : counted(comm) {
+    o.batch = 2, o.seq_len = 8, o.steps = 4, o.schedule = {1e-2, 1e-4, 0, 4}, o.grad_clip = grad_clip;
     for (int i = 0; i < 200; ++i) tokens.push_back(static_cast<int32_t>((i * 7 + i / 5) % c.vocab_size));
     const int n = counted.size();
     Partition even = Partition::even(unit_groups(c), n);
@@ -42,7 +42,7 @@ struct CountedRun {
     balancer = std::make_unique<Balancer>(clock.untimed(), unit_groups(c), even, gpt_unit_costs(c, o.batch, o.seq_len, n),
                                           CommCostModel{}, BalanceOptions{});
     trainer = std::make_unique<Trainer>(o, *model, opt, clock, *balancer, watchdog,
-                                        BatchSampler(&tokens, o.batch, o.seq_len, o.seed),
+                                        BatchSampler(&tokens, o.batch, o.seq_len, 1337),
                                         FaultHook({}, "", "", counted.rank(), n), [](const StepReport&) {});
   }
   // The collectives of one step, by kind.
@@ -91,8 +91,7 @@ TEST_CASE("the gradient norm that travels with the monitor's row is the one proc
   // (split parameters over the ranks, replicated ones once) and be bitwise equal on every rank,
   // since all ranks clip by it and skip a step together.
   std::unique_ptr<Communicator> single = make_single_process_communicator();
-  CountedRun alone(*single), spread;
-  alone.o.grad_clip = spread.o.grad_clip = 0;  // the norm is reported, nothing clipped
+  CountedRun alone(*single, 0), spread(test::world(), 0);  // the norm is reported, nothing clipped
   for (int64_t s = 0; s < 2; ++s) {
     alone.step(s);
     spread.step(s);

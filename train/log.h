@@ -1,14 +1,15 @@
 #pragma once
 // What rank 0 writes while training, all of it read from the StepReports: the console's log
-// lines, the live progress line (train_progress.h) and the metrics file, one JSON line per step.
+// lines, the live progress line (train/progress.h) and the metrics file, one JSON line per step.
 // The other ranks write nothing.
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include "train_progress.h"
-#include "trainer.h"
+#include "train/options.h"
+#include "train/progress.h"
+#include "train/trainer.h"
 
 namespace flextp {
 
@@ -21,8 +22,9 @@ std::string replica_table(const ReplicaView& replicas);
 
 class TrainLog {
  public:
-  // Opens --metrics for appending; `cuda`: the first step says which attention runs.
-  TrainLog(bool lead, const TrainOptions& o, bool cuda);
+  // Opens --metrics for appending; `steps`: the run's last step; `cuda`: the first step says
+  // which attention runs.
+  TrainLog(bool lead, const OutputOptions& o, int64_t steps, bool cuda);
   template <typename... Args>
   void say(const char* fmt, Args... args) {
     if (lead_) std::printf(fmt, args...);

@@ -1,4 +1,4 @@
-#include "train_log.h"
+#include "train/log.h"
 
 #include <cerrno>
 #include <cstring>
@@ -41,8 +41,8 @@ std::string replica_table(const ReplicaView& replicas) {
   return out;
 }
 
-TrainLog::TrainLog(bool lead, const TrainOptions& o, bool cuda)
-    : lead_(lead), cuda_(cuda), log_every_(o.log_every), progress_(lead, o.steps) {
+TrainLog::TrainLog(bool lead, const OutputOptions& o, int64_t steps, bool cuda)
+    : lead_(lead), cuda_(cuda), log_every_(o.log_every), progress_(lead, steps) {
   if (!o.metrics.empty() && lead) {
     metrics_.open(o.metrics, std::ios::app);
     FLEXTP_CHECK(metrics_, "cannot open --metrics file ", o.metrics, ": ", std::strerror(errno));

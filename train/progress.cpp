@@ -1,4 +1,4 @@
-#include "train_progress.h"
+#include "train/progress.h"
 
 #include "parallel/comm/mpi_communicator.h"
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "train_faults.h"
-#include "train_options.h"
+#include "train/fault_hook.h"
+#include "train/watchdog.h"
 #include "data/batches.h"
 #include "nn/gpt.h"
 #include "optim/clip.h"
@@ -34,7 +34,7 @@ struct StepReport {
   bool skipped = false;
   int64_t bad_in_row = 0, bad_total = 0;  // skipped steps
   // A signal (SIGINT, SIGTERM) that some rank of the job was asked to stop by, learnt by every
-  // rank in this step's exchange: all stop after this step (train_stop.h). 0: go on.
+  // rank in this step's exchange: all stop after this step (train/stop_signals.h). 0: go on.
   int stop_signal = 0;
   double ms = 0, tokens_per_s = 0;        // the whole step, the balancer's work included
   BalanceStep balance;                    // the plan, the policy's choice, the bytes moved
@@ -56,20 +56,32 @@ struct Replicas {
   Communicator* world = nullptr;  // every rank of the grid (with several replicas)
 };
 
+// What a step reads of the run's settings.
+struct StepSettings {
+  CosineSchedule schedule;  // the learning rate of every step
+  int64_t steps = 1;        // the run's last step: its report says `last`
+  int64_t batch = 1, seq_len = 1;
+  int64_t micro_batch = 0;   // windows per forward/backward (0: a replica's whole share)
+  double grad_clip = 0;      // global gradient-norm limit (0: off)
+  bool speed_shares = true;  // several replicas: windows in proportion to their speeds (else even)
+  int monitor_window = 3;    // the span of the replicas' speed averages
+  int64_t max_bad_steps = 10;
+  std::string save;  // the checkpoint path, named when too many bad steps stop the run
+};
+
 class Trainer {
  public:
   // `on_skip` hears of a skipped step before too many in a row stop the run (its warning
   // comes before the error).
-  Trainer(const TrainOptions& o, GPT& model, Optimizer& opt, StepClock& clock, Balancer& balancer,
-          Watchdog& watchdog, BatchSampler sampler, FaultHook faults, std::function<void(const StepReport&)> on_skip,
-          Replicas replicas = {});
+  Trainer(StepSettings settings, GPT& model, Optimizer& opt, StepClock& clock, Balancer& balancer, Watchdog& watchdog,
+          BatchSampler sampler, FaultHook faults, std::function<void(const StepReport&)> on_skip, Replicas replicas = {});
   // Global step `step`, counted from 0 (a resumed run starts at its checkpoint's step).
   // `stop_request`, read once the backward is done: the signal this rank was asked to stop by
   // (0: none); it travels in the step's existing exchanges, no collective of its own.
   StepReport step(int64_t step, const std::function<int()>& stop_request = [] { return 0; });
 
  private:
-  const TrainOptions& o_;
+  const StepSettings settings_;
   GPT& model_;
   std::vector<Parameter*> params_;
   Optimizer& opt_;
@@ -78,7 +90,6 @@ class Trainer {
   Watchdog& watchdog_;
   FaultHook faults_;
   BatchSampler sampler_;
-  CosineSchedule schedule_;
   std::function<void(const StepReport&)> on_skip_;
   int64_t bad_in_row_ = 0, bad_total_ = 0;
   Replicas replicas_;
@@ -102,6 +113,11 @@ class Trainer {
   };
   Tail tail_;  // the clock's counts after the last step's exchange
   Bookkeeping exchange_bookkeeping(const GradSquares& squares, int stop_request);
+
+  // Clips the gradients to the global norm `norm` and steps the optimizer; a step whose loss or
+  // norm is not finite is skipped instead (on every rank alike: both are reduced), and too many
+  // in a row stop the run.
+  void update(StepReport& r, int64_t step, double norm);
 
   bool several_replicas() const { return replicas_.comm && replicas_.comm->size() > 1; }
   double sum_over_replicas(double local);

@@ -1,25 +1,25 @@
-#include "trainer.h"
+#include "train/trainer.h"
 
 #include <algorithm>
 
-#include "bench/timer.h"
+#include "core/timer.h"
 #include "optim/clip.h"
 #include "parallel/comm/gather_rows.h"
 #include "parallel/dp/micro_batches.h"
 
 namespace flextp {
 
-Trainer::Trainer(const TrainOptions& o, GPT& model, Optimizer& opt, StepClock& clock, Balancer& balancer,
-                 Watchdog& watchdog, BatchSampler sampler, FaultHook faults, std::function<void(const StepReport&)> on_skip,
-                 Replicas replicas)
-    : o_(o), model_(model), params_(model.parameters()), opt_(opt), clock_(clock), balancer_(balancer),
-      watchdog_(watchdog), faults_(std::move(faults)), sampler_(std::move(sampler)),
-      schedule_{o.lr, o.min_lr, o.warmup, o.steps}, on_skip_(std::move(on_skip)), replicas_(replicas),
-      shares_(replicas.grid, o.batch, o.micro_batch, o.dp_shares == "speed", static_cast<int>(o.monitor_window)) {
+Trainer::Trainer(StepSettings settings, GPT& model, Optimizer& opt, StepClock& clock, Balancer& balancer,
+                 Watchdog& watchdog, BatchSampler sampler, FaultHook faults,
+                 std::function<void(const StepReport&)> on_skip, Replicas replicas)
+    : settings_(std::move(settings)), model_(model), params_(model.parameters()), opt_(opt), clock_(clock),
+      balancer_(balancer), watchdog_(watchdog), faults_(std::move(faults)), sampler_(std::move(sampler)),
+      on_skip_(std::move(on_skip)), replicas_(replicas),
+      shares_(replicas.grid, settings_.batch, settings_.micro_batch, settings_.speed_shares, settings_.monitor_window) {
   FLEXTP_CHECK(replicas_.grid.dp == (replicas_.comm ? replicas_.comm->size() : 1), "a grid of ", replicas_.grid.dp,
                " replicas needs a data-parallel group of as many ranks");
   // Both checked before the first step: a bad share stops the run at once.
-  micro_steps(replicas_.grid.windows(o.batch).second, o.micro_batch);
+  micro_steps(replicas_.grid.windows(settings_.batch).second, settings_.micro_batch);
   if (several_replicas()) {
     FLEXTP_CHECK(replicas_.world, "a grid of ", replicas_.grid.dp, " replicas needs the world's communicator");
     sync_ = std::make_unique<GradientSync>(*replicas_.comm, *replicas_.world, replicas_.grid, balancer_.partition(),
@@ -69,13 +69,36 @@ Trainer::Bookkeeping Trainer::exchange_bookkeeping(const GradSquares& squares, i
   return out;
 }
 
+void Trainer::update(StepReport& r, int64_t step, double norm) {
+  if (std::isfinite(r.loss)) {
+    r.grad_norm = sync_ ? sync_->same_on_every_replica(norm) : norm;
+    clip_to_norm(params_, settings_.grad_clip, r.grad_norm);
+  }
+  r.skipped = !std::isfinite(r.grad_norm);
+  if (!r.skipped) {
+    balancer_.observe_gradients(params_, step);
+    opt_.step(params_, r.lr);
+    bad_in_row_ = 0;
+  } else {
+    ++bad_in_row_, ++bad_total_;
+  }
+  r.bad_in_row = bad_in_row_, r.bad_total = bad_total_;
+  if (r.skipped) on_skip_(r);
+  for (Parameter* p : params_) p->value.zero_grad();
+  FLEXTP_CHECK(bad_in_row_ < settings_.max_bad_steps, "stopping at step ", r.step, ": ", bad_in_row_,
+               " steps in a row had a non-finite loss or gradient (--max-bad-steps ", settings_.max_bad_steps,
+               "); lower --lr or raise --grad-clip. The last good checkpoint is untouched",
+               settings_.save.empty() ? std::string(" (none was saved: --no-save)")
+                                      : ": see --save " + settings_.save + " and its -step files");
+}
+
 StepReport Trainer::step(int64_t step, const std::function<int()>& stop_request) {
-  double t0 = bench::now_ms();
+  double t0 = now_ms();
   clock_.begin_step(step);
   model_.set_step(static_cast<uint64_t>(step));
   watchdog_.beat(step + 1);
   StepReport r;
-  r.step = step + 1, r.last = r.step == o_.steps, r.lr = schedule_.at(step);
+  r.step = step + 1, r.last = r.step == settings_.steps, r.lr = settings_.schedule.at(step);
   r.grid = replicas_.grid;
   // Not a structured binding: the lambda below captures `first` (clang refuses captured bindings).
   const std::pair<int64_t, int64_t> windows = shares_.windows();
@@ -89,7 +112,7 @@ StepReport Trainer::step(int64_t step, const std::function<int()>& stop_request)
   // The data-parallel sum's buckets start during the last backward (GradientSync::begin_backward).
   if (sync_) sync_->begin_backward(params_);
   double mine = accumulate_gradients(
-      b, o_.micro_batch, o_.batch,
+      b, settings_.micro_batch, settings_.batch,
       [&](const Tensor& ids, const Tensor& targets, int64_t at) {
         uint64_t window = static_cast<uint64_t>(first + at);
         model_.set_step(static_cast<uint64_t>(step), window);
@@ -115,25 +138,7 @@ StepReport Trainer::step(int64_t step, const std::function<int()>& stop_request)
   }
   const Bookkeeping kept = exchange_bookkeeping(squares, stop);
   r.stop_signal = kept.stop;
-  if (std::isfinite(r.loss)) {
-    r.grad_norm = sync_ ? sync_->same_on_every_replica(kept.norm) : kept.norm;
-    clip_to_norm(params_, o_.grad_clip, r.grad_norm);
-  }
-  r.skipped = !std::isfinite(r.grad_norm);
-  if (!r.skipped) {
-    balancer_.observe_gradients(params_, step);
-    opt_.step(params_, r.lr);
-    bad_in_row_ = 0;
-  } else {
-    ++bad_in_row_, ++bad_total_;
-  }
-  r.bad_in_row = bad_in_row_, r.bad_total = bad_total_;
-  if (r.skipped) on_skip_(r);
-  for (Parameter* p : params_) p->value.zero_grad();
-  FLEXTP_CHECK(bad_in_row_ < o_.max_bad_steps, "stopping at step ", r.step, ": ", bad_in_row_,
-               " steps in a row had a non-finite loss or gradient (--max-bad-steps ", o_.max_bad_steps,
-               "); lower --lr or raise --grad-clip. The last good checkpoint is untouched",
-               o_.save.empty() ? std::string(" (none was saved: no --save)") : ": see --save " + o_.save + " and its -step files");
+  update(r, step, kept.norm);
   clock_.end_segment();
   // What the clock counted after the exchange goes on the next step's row.
   tail_ = {clock_.compute_ms() - kept.compute_ms, clock_.wait_ms() - kept.wait_ms};
@@ -146,8 +151,8 @@ StepReport Trainer::step(int64_t step, const std::function<int()>& stop_request)
                                     r.balance.shares);
     balancer_.observe_replicas(shares_.view());
   }
-  r.ms = bench::now_ms() - t0;
-  r.tokens_per_s = static_cast<double>(o_.batch * o_.seq_len) / (r.ms / 1000.0);
+  r.ms = now_ms() - t0;
+  r.tokens_per_s = static_cast<double>(settings_.batch * settings_.seq_len) / (r.ms / 1000.0);
   if (clock_.size() > 1) {
     r.ranks = balancer_.monitor().table();
     if (r.balance.plan.migrate) r.partition_text = balancer_.partition().str();

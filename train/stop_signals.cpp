@@ -1,4 +1,4 @@
-#include "train_stop.h"
+#include "train/stop_signals.h"
 
 #include <unistd.h>
 

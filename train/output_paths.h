@@ -1,0 +1,20 @@
+#pragma once
+// Where a run writes, checked before it trains (a run must not learn at its end that it cannot
+// keep what it did). A run that trains without --save keeps its checkpoint all the same, in a
+// directory of its own: runs/NAME/model.safetensors, NAME from --name or the start time.
+#include <string>
+
+#include "train/options.h"
+
+namespace flextp {
+
+// Whether this run saves without --save: it trains (--steps above 0, not --eval-only) and
+// --no-save is not given. The same on every rank.
+bool saves_by_default(const TrainOptions& o);
+
+// Sets --save to the default checkpoint where saves_by_default, and on the rank that writes files
+// (`lead`) checks that --save (or the run directory) and --export-hf can be written. Returns the
+// line that says where the default checkpoint goes ("" where there is none).
+std::string prepare_output_paths(TrainOptions& o, bool lead);
+
+}  // namespace flextp

@@ -1,0 +1,35 @@
+#include "train/run_header.h"
+
+#include "core/denormals.h"
+#include "parallel/tp/unit_rows.h"
+
+namespace flextp {
+
+void print_run_header(TrainLog& log, const TrainOptions& o, GPT& model, const Corpus& corpus, Device device,
+                      const ProcessGroups& groups, const Communicator& group, int world_rank, const Partition& partition) {
+  int64_t parameters = 0;
+  for (Parameter* p : model.parameters()) parameters += numel(logical_shape(*p));
+  log.say("flextp: %s, %lld parameters, %lld train / %lld val tokens, batch %lld x %lld, on %s%s\n",
+          model.config().str().c_str(), (long long)parameters, (long long)corpus.train.size(),
+          (long long)corpus.val.size(), (long long)o.data.batch, (long long)o.data.seq_len, device.str().c_str(),
+          !device.is_cuda()  ? (denormals_flushed() ? " (denormals flushed to zero)" : "")
+          : o.parallel.bf16 ? " (bf16 matmuls)"
+          : o.parallel.tf32 ? " (TF32 matmuls)"
+                            : "");
+  log.say("unigram entropy of the training tokens: %.4f nats (a context-free model's loss)\n",
+          unigram_entropy(corpus.train));
+  const Grid& grid = groups.grid;
+  if (grid.dp > 1)
+    log.say("data x tensor parallel: %d replicas of %d rank(s) over %s (rank %d: %s); %lld windows per replica per "
+            "step in micro-steps of %lld; units per rank of each replica: %s\n",
+            grid.dp, grid.tp, group.backend(), world_rank, grid.str().c_str(), (long long)groups.share,
+            (long long)groups.micro_windows, partition.str().c_str());
+  else if (group.size() > 1)
+    log.say("tensor parallel: %d ranks over %s; units per rank: %s\n", group.size(), group.backend(),
+            partition.str().c_str());
+  if (grid.dp == 1 && groups.micro_windows < groups.share)
+    log.say("micro-batches: %lld windows each, %lld per step\n", (long long)groups.micro_windows,
+            (long long)groups.share);
+}
+
+}  // namespace flextp
