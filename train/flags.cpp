@@ -8,7 +8,7 @@
 
 #include "core/text_fields.h"
 #include "data/tokenizer_flags.h"
-#include "nn/mlp_layer.h"
+#include "nn/mlp.h"
 #include "parallel/balance/policy.h"
 #include "train/version.h"
 
