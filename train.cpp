@@ -31,6 +31,7 @@
 #include "nn/checkpoint_files.h"
 #include "nn/generate.h"
 #include "nn/hf_gpt2.h"
+#include "nn/mfu.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
 #include "parallel/balance/balancer.h"
@@ -40,7 +41,6 @@
 #include "parallel/comm/rank_agreement.h"
 #include "parallel/dp/grid.h"
 #include "parallel/dp/replica_agreement.h"
-#include "parallel/tp/unit_rows.h"
 
 using namespace flextp;
 
@@ -300,10 +300,8 @@ int evaluate_checkpoint(const TrainOptions& o, GPT& model, const Corpus& corpus,
 
 void print_run_header(TrainLog& log, const TrainOptions& o, const GPTConfig& c, GPT& model,
                       const Corpus& corpus, Device device) {
-  int64_t parameters = 0;
-  for (Parameter* p : model.parameters()) parameters += numel(logical_shape(*p));
   log.say("flextp: %s, %lld parameters, %lld train / %lld val tokens, batch %lld x %lld, on %s%s\n", c.str().c_str(),
-          (long long)parameters, (long long)corpus.train.size(), (long long)corpus.val.size(), (long long)o.batch,
+          (long long)model_parameters(model), (long long)corpus.train.size(), (long long)corpus.val.size(), (long long)o.batch,
           (long long)o.seq_len, device.str().c_str(),
           !device.is_cuda() ? (denormals_flushed() ? " (denormals flushed to zero)" : "")
           : o.bf16          ? " (bf16 matmuls)"
@@ -429,6 +427,8 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   Trainer trainer(o, model, *opt, comm, balancer, watchdog, sampler, faults, [&](const StepReport& r) { log.skipped(r); },
                   {grid, dp_group.get(), static_cast<int64_t>(o.dp_bucket_mb * (1 << 20)), &world});
 
+  log.start(start, lead ? mfu_basis(model, o.seq_len, device, matmul_precision_of(o.tf32, o.bf16), world.size())
+                        : MfuBasis{});
   int stopped_by = 0;  // a signal: every rank stops after the same step
   int64_t done = start, ran = 0, skipped = 0;  // steps of this run
   for (int64_t step = start; step < o.steps && !stopped_by; ++step) {
@@ -452,7 +452,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
     }
     std::fflush(stdout);
   }
-  log.clear_line();
+  log.finish();
   // The weights are those the run started from: saving them as a later step would pass off a
   // run that learnt nothing (NaN inputs, a NaN --lr) as a good one.
   FLEXTP_CHECK(ran == 0 || skipped < ran, "every one of the ", ran, " steps of this run was skipped (a non-finite loss ",

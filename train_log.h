@@ -28,6 +28,10 @@ class TrainLog {
     if (lead_) std::printf(fmt, args...);
   }
   void clear_line() { progress_.clear_line(); }
+  // Before this run's first step, which follows step `done`: says what MFU is measured against.
+  void start(int64_t done, const MfuBasis& mfu);
+  // After the last step (or a stop): the run's wall time, tokens/s and mean MFU.
+  void finish();
   // The warning of a skipped step.
   void skipped(const StepReport& r);
   // Every log_every steps and at the last: the step's line and, with several ranks, the

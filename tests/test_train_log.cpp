@@ -1,8 +1,7 @@
 // What train's console says of the ranks: the monitor's table, units named by kind.
 #include <doctest/doctest.h>
 
-#include "train_log.cpp"
-#include "train_progress.cpp"
+#include "train_log.cpp"  // train_progress.cpp: in test_train_progress.cpp
 
 using namespace flextp;
 
