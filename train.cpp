@@ -357,7 +357,7 @@ int run(const TrainOptions& options, const CLI::App& app, Communicator& world, D
   model.set_tp_chunks(o.tp_chunks);
   std::unique_ptr<Optimizer> opt = make_optimizer(o);
   TrainState loaded;
-  if (!o.load.empty()) loaded = load_checkpoint(o.load, model, o.eval_only ? nullptr : opt.get(), &comm);
+  if (!o.load.empty()) loaded = load_checkpoint(o.load, model, o.eval_only ? nullptr : opt.get());
   if (!o.init_from_hf.empty()) with_flag("--init-from-hf", [&] { import_hf(o.init_from_hf, model); });
   const int64_t start = loaded.step;
   // Before the first collective that depends on them.
