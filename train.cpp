@@ -15,6 +15,7 @@
 #include "core/temp_files.h"
 #include "nn/checkpoint.h"
 #include "nn/hf_gpt2.h"
+#include "nn/mfu.h"
 #include "nn/units.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/comm/nccl_communicator.h"
@@ -78,7 +79,7 @@ int train_loop(const TrainOptions& o, Trainer& trainer, Validation& validation, 
     if (ck.save_every && r.step % ck.save_every == 0 && !r.last && !r.skipped) outputs.save_periodic(r.step);
     std::fflush(stdout);
   }
-  log.clear_line();
+  log.finish();
   // The weights are those the run started from: saving them as a later step would pass off a
   // run that learnt nothing (NaN inputs, a NaN --lr) as a good one.
   FLEXTP_CHECK(ran == 0 || skipped < ran, "every one of the ", ran, " steps of this run was skipped (a non-finite loss ",
@@ -121,7 +122,7 @@ int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device,
   apply_model_settings(model, o, device);
   std::unique_ptr<Optimizer> opt = make_optimizer(o.optimization);
   TrainState loaded;
-  if (!ck.load.empty()) loaded = load_checkpoint(ck.load, model, o.output.eval_only ? nullptr : opt.get(), &step_clock);
+  if (!ck.load.empty()) loaded = load_checkpoint(ck.load, model, o.output.eval_only ? nullptr : opt.get());
   if (!ck.init_from_hf.empty()) with_flag("--init-from-hf", [&] { import_hf(ck.init_from_hf, model); });
   const int64_t start = loaded.step, steps = o.optimization.steps;
   // Before the first collective that depends on them.
@@ -138,7 +139,7 @@ int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device,
   FaultHook faults(o.harness.fault_nan_steps, o.harness.fault_kill, o.harness.fault_hang, world.rank(), world.size());
   BatchSampler sampler(&corpus.train, o.data.batch, o.data.seq_len, o.seed);
   Validation validation(model, corpus.val, o, groups.micro_windows);
-  TrainLog log(lead, o.output, steps, device.is_cuda());
+  TrainLog log(lead, o.output, steps, o.data.batch * o.data.seq_len, device.is_cuda());
   log.say("%s", where_saved.c_str());
   print_run_header(log, o, model, corpus, device, groups, step_clock, world.rank(), partition);
   std::unique_ptr<Balancer> balancer = make_balancer(step_clock, groups, o, c, partition, device,
@@ -152,6 +153,9 @@ int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device,
   Trainer trainer(step_settings(o, schedule), model, *opt, step_clock, *balancer, watchdog, std::move(sampler),
                   std::move(faults), [&](const StepReport& r) { log.skipped(r); },
                   {groups.grid, groups.dp.get(), static_cast<int64_t>(o.parallel.dp_bucket_mb * (1 << 20)), &world});
+  log.start(start, lead ? mfu_basis(model, o.data.seq_len, device,
+                                     matmul_precision_of(o.parallel.tf32, o.parallel.bf16), world.size())
+                        : MfuBasis{});
   return train_loop(o, trainer, validation, log, outputs, watchdog, world.rank(), start);
 }
 

@@ -1,5 +1,5 @@
 // bench/ops: speed of the core ops on the CPU at GPT-2 sizes.
-//  - the machine's f32 FMA peak (bench/fma_peak.h), per ISA the build has, at 1 thread and at
+//  - the machine's f32 FMA peak (core/fma_peak.h), per ISA the build has, at 1 thread and at
 //    the threads used, and each GEMM's share of it; beside it main memory's bandwidth
 //    (bench/memory_bandwidth.h), which bounds the passes over every parameter's state;
 //  - matmul GFLOP/s through flextp's tensor layer (which runs the packed AVX2 kernel of
@@ -18,12 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "bench/fma_peak.h"
 #include "bench/memory_bandwidth.h"
 #include "bench/step_bound.h"
 #include "bench/timer.h"
 #include "core/autograd.h"
 #include "core/cpu/eigen.h"
+#include "core/fma_peak.h"
 #include "core/ops/attention.h"
 #include "core/ops/bias_gelu.h"
 #include "core/ops/cross_entropy.h"
@@ -34,6 +34,7 @@
 #include "core/ops/reduce.h"
 #include "core/ops/sharded_cross_entropy.h"
 #include "core/parallel_for.h"
+#include "nn/mfu.h"
 
 using namespace flextp;
 
@@ -190,7 +191,7 @@ void bench_gpt2_small_step_gemms(int threads) {
   // GPT-2 small's parameters: per block the four linears, their biases and two LayerNorms; the
   // tied embedding (padded), the positions and the final LayerNorm.
   const double params = static_cast<double>(layers * (12 * c * c + 13 * c) + vocab * c + seq * c + 2 * c);
-  const double flops = 256 * (6 * params + 12.0 * layers * seq * c);
+  const double flops = 256 * training_flops_per_token(params, layers, seq, c);
   const double share = gemm_flops / gemm_s / (g_peak * 1e9);
   std::printf("\n");
   for (double s : {1.0, share}) {
@@ -204,10 +205,10 @@ void bench_gpt2_small_step_gemms(int threads) {
 }
 
 void measure_peak(int threads) {
-  for (const std::string& isa : bench::fma_isas())
+  for (const std::string& isa : fma_isas())
     for (int t : {1, threads}) {
       if (t == 1 && threads == 1 && g_peak > 0) continue;
-      bench::FmaPeak p = bench::measure_fma_peak(isa, t);
+      FmaPeak p = measure_fma_peak(isa, t);
       std::printf("f32 FMA peak, %-7s %d thread%s %7.1f GFLOP/s\n", isa.c_str(), t, t == 1 ? ": " : "s:", p.gflops);
       if (t == threads) g_peak = std::max(g_peak, p.gflops);
     }

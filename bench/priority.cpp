@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     GPT model(c);
     BatchSampler sampler(&train_tokens, 16, seq, 1337);
     if (!load.empty())
-      load_checkpoint(load, model, nullptr, nullptr);
+      load_checkpoint(load, model, nullptr);
     else
       train(model, sampler, steps);
     windows = std::min(windows, eval_windows(val, seq));

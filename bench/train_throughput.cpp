@@ -3,8 +3,8 @@
 // process so that its peak memory is its own. When a PyTorch is found (Debian's /usr/bin/python3,
 // or FLEXTP_TORCH_PYTHON), it trains the same model with the same threads (or on the same GPU) and
 // the ratio is printed. Beside tok/s it prints the model FLOPs utilisation (MFU): on the CPU
-// against the machine's f32 FMA peak measured first at the same threads (bench/fma_peak.h), for
-// flextp and PyTorch alike; on a GPU against the H200's datasheet peak for the precision used.
+// against the machine's f32 FMA peak measured first at the same threads (core/fma_peak.h), for
+// flextp and PyTorch alike; on a GPU against its datasheet peak for the precision used (core/peak_flops.h).
 //
 //   bench_train_throughput [--configs tiny,small,...] [--steps 20] [--warmup 3] [--no-torch]
 //   bench_train_throughput --device cuda [--tf32 | --bf16] [--attention cudnn] [--configs gpt2-124m] [--batch 16]
@@ -17,17 +17,19 @@
 #include <vector>
 #include <sys/wait.h>
 
-#include "bench/fma_peak.h"
 #include "bench/memory_bandwidth.h"
 #include "bench/step_bound.h"
 #include "bench/timer.h"
 #include "core/allocator.h"
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/denormals.h"
+#include "core/fma_peak.h"
+#include "core/peak_flops.h"
 #include "core/device_choice.h"
 #include "core/parallel_for.h"
 #include "core/random.h"
 #include "nn/gpt.h"
+#include "nn/mfu.h"
 #include "optim/optimizer.h"
 
 using namespace flextp;
@@ -46,13 +48,9 @@ const std::vector<BenchConfig> kConfigs = {
     // GPT-2 small at its full context, as llm.c trains it: the GPU benchmark.
     {"gpt2-124m", 50257, 1024, 12, 12, 768, 16}};
 
-// H200 SXM datasheet peaks, dense, TFLOP/s: what MFU is measured against.
-constexpr double kH200Fp32 = 67.0, kH200Tf32 = 494.7, kH200Bf16 = 989.4;
-
-// Training FLOPs per token, as llm.c and PaLM count them: 6 per parameter (forward and backward of
-// every weight, the tied LM head included) plus the attention scores, 12 L T C.
+// Training FLOPs per token of a config (nn/mfu.h).
 double flops_per_token(const BenchConfig& b, int64_t params) {
-  return 6.0 * static_cast<double>(params) + 12.0 * b.layers * b.seq * b.embd;
+  return training_flops_per_token(static_cast<double>(params), b.layers, b.seq, b.embd);
 }
 
 double peak_rss_mb() {
@@ -63,11 +61,10 @@ double peak_rss_mb() {
   return 0;
 }
 
-// The H200's dense datasheet peak for the matmul precision.
-double peak_tflops(MatmulPrecision precision) {
-  return precision == MatmulPrecision::bf16   ? kH200Bf16
-         : precision == MatmulPrecision::tf32 ? kH200Tf32
-                                                    : kH200Fp32;
+// The GPU's dense datasheet peak for the matmul precision (core/peak_flops.h); 0 when the table
+// does not know the GPU.
+double peak_tflops(Device device, MatmulPrecision precision) {
+  return gpu_peak_tflops(cuda::device_name(device.index), precision).value_or(0);
 }
 
 // Trains one config in this process; prints a JSON line.
@@ -104,7 +101,7 @@ int run_one(const BenchConfig& b, int steps, int warmup, Device device, MatmulPr
   if (device.is_cuda()) {
     double tflops = tok_s * flops_per_token(b, n_params) / 1e12;
     out["tflops"] = tflops;
-    out["mfu"] = tflops / peak_tflops(precision);
+    if (double peak = peak_tflops(device, precision); peak > 0) out["mfu"] = tflops / peak;
     out["peak_mb"] = allocator_stats(device).peak_in_use / 1048576.0;
     out["attention"] = cuda::attention_path();
   } else {
@@ -213,14 +210,15 @@ int main(int argc, char** argv) {
   std::string python = no_torch ? "" : torch_python();
   int threads = num_threads();
   // The CPU's roofline for MFU: measured before the runs, at the threads they use.
-  bench::FmaPeak cpu_peak = gpu ? bench::FmaPeak{} : bench::fma_peak(threads);
+  FmaPeak cpu_peak = gpu ? FmaPeak{} : fma_peak(threads);
   // And the memory's: the bound column is the MFU with every FLOP at the peak and only AdamW's
   // and the gradients' bytes per parameter on top (bench/step_bound.h).
   bench::MemoryBandwidth memory = gpu ? bench::MemoryBandwidth{} : bench::measure_memory_bandwidth(threads);
   if (gpu)
-    std::printf("flextp train throughput on %s: %s matmuls, median of %d steps after %d warm-up; MFU "
-                "against the H200's %.1f TFLOP/s (%s, dense)\n",
-                device.str().c_str(), precision.c_str(), steps, warmup, peak_tflops(matmuls), precision.c_str());
+    std::printf("flextp train throughput on %s (%s): %s matmuls, median of %d steps after %d warm-up; MFU "
+                "against its %.1f TFLOP/s (%s, dense; 0: a GPU core/peak_flops.cpp does not know)\n",
+                device.str().c_str(), cuda::device_name(device.index).c_str(), precision.c_str(), steps, warmup,
+                peak_tflops(device, matmuls), precision.c_str());
   else
     std::printf("flextp train throughput: float32, %d threads (denormals flushed to zero), median of %d steps after %d warm-up; MFU "
                 "against the measured f32 FMA peak, %.1f GFLOP/s (%s, %d threads)\n",
@@ -271,7 +269,7 @@ int main(int argc, char** argv) {
     else
       std::printf(" %11s %9s %7s", "-", "-", "-");
     if (gpu && ours.is_object())
-      std::printf("  %7.1f %5.1f%%", ours["tflops"].get<double>(), 100 * ours["mfu"].get<double>());
+      std::printf("  %7.1f %5.1f%%", ours["tflops"].get<double>(), 100 * ours.value("mfu", 0.0));
     if (!gpu && ours.is_object()) {  // both train the same model: the same FLOPs per token
       double per_token = flops_per_token(*c, ours["params"].get<int64_t>()), peak = cpu_peak.gflops * 1e9;
       std::printf("  %9.1f%%", 100 * a * per_token / peak);

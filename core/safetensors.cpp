@@ -106,7 +106,9 @@ class HeaderReader : public json::json_sax_t {
     FLEXTP_CHECK(entries_.size() < data_bytes_ / 4 + kMaxEmptyTensors, path_, ": the header lists more tensors than its ",
                  data_bytes_, " data bytes can hold (4 bytes or more each, and at most ", kMaxEmptyTensors,
                  " empty ones)");
-    entries_.push_back({name_, object});
+    RawEntry e;
+    e.name = name_, e.object = object;
+    entries_.push_back(std::move(e));
   }
 
   bool open(bool object) {

@@ -408,8 +408,7 @@ GPTConfig read_checkpoint_config(const std::string& path) {
 }
 
 
-TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optimizer,
-                           Communicator* comm) {
+TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optimizer) {
   NoGradGuard ng;
   const GPTConfig& c = model.config();
   SafetensorsFile f = read_safetensors(path);

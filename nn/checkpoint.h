@@ -38,9 +38,9 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
                      const TrainState& state, Communicator* comm = nullptr);
 
 // Loads the weights into `model` (checking config, names, shapes, dtypes) and, when optimizer is
-// not null, the optimizer state. Returns the training state.
-TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optimizer,
-                           Communicator* comm = nullptr);
+// not null, the optimizer state. Returns the training state. Each rank reads its own units from
+// the files: no communication.
+TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optimizer);
 
 // Checks that `f` (read from `path`) holds exactly this model's weights, with flextp's names and
 // Hugging Face shapes, then loads this rank's rows of each (nn/hf_import.h maps names first).

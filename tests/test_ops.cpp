@@ -307,7 +307,7 @@ TEST_CASE("on the GPU, bf16 matmuls follow the f32 ones within bf16 rounding") {
       CHECK(e_batched > kBf16Visible);
     }
   // The gradients take the same path (the CPU ignores the precision).
-  auto f = [bf16](const In& in) { return matmul(in[0], in[1], false, true, bf16); };
+  auto f = [&](const In& in) { return matmul(in[0], in[1], false, true, bf16); };
   Tensor x = Tensor::randn({8, 16}, 34), w = Tensor::randn({12, 16}, 35);
   Tensor xg = x.to(Device::cuda(0)), wg = w.to(Device::cuda(0));
   x.set_requires_grad(true), w.set_requires_grad(true), xg.set_requires_grad(true), wg.set_requires_grad(true);

@@ -41,13 +41,28 @@ std::string replica_table(const ReplicaView& replicas) {
   return out;
 }
 
-TrainLog::TrainLog(bool lead, const OutputOptions& o, int64_t steps, bool cuda)
-    : lead_(lead), cuda_(cuda), log_every_(o.log_every), progress_(lead, steps) {
+TrainLog::TrainLog(bool lead, const OutputOptions& o, int64_t steps, int64_t tokens_per_step, bool cuda)
+    : lead_(lead), cuda_(cuda), log_every_(o.log_every), progress_(lead, steps, tokens_per_step) {
   if (!o.metrics.empty() && lead) {
     metrics_.open(o.metrics, std::ios::app);
     FLEXTP_CHECK(metrics_, "cannot open --metrics file ", o.metrics, ": ", std::strerror(errno));
     metrics_path_ = o.metrics;
   }
+}
+
+void TrainLog::start(int64_t done, const MfuBasis& mfu) {
+  progress_.start(done, mfu);
+  const double peak = mfu.peak.flops_per_s;
+  if (peak > 0)
+    say("MFU of %.3g model FLOPs per token against a peak of %.1f %s (%s)\n", mfu.flops_per_token,
+        peak >= 1e12 ? peak / 1e12 : peak / 1e9, peak >= 1e12 ? "TFLOP/s" : "GFLOP/s", mfu.peak.what.c_str());
+  else if (!mfu.peak.what.empty())
+    say("no MFU: %s\n", mfu.peak.what.c_str());
+}
+
+void TrainLog::finish() {
+  progress_.clear_line();
+  if (std::string line = progress_.summary(); !line.empty()) say("%s\n", line.c_str());
 }
 
 void TrainLog::skipped(const StepReport& r) {
@@ -57,10 +72,11 @@ void TrainLog::skipped(const StepReport& r) {
 }
 
 void TrainLog::step(const StepReport& r) {
+  progress_.step(r.step, r.loss, r.ms);
   if ((r.step - 1) % log_every_ == 0 || r.last) {
     progress_.clear_line();
-    say("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s\n", (long long)r.step, r.loss, r.lr, r.ms,
-        r.tokens_per_s);
+    say("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s%s\n", (long long)r.step, r.loss, r.lr, r.ms,
+        r.tokens_per_s, progress_.suffix().c_str());
     say("%s", rank_table(r.ranks).c_str());
     say("%s", replica_table(r.replicas).c_str());
     if (r.grid.dp > 1 && r.dp_sync.ring_bytes > 0)  // rank 0's part of the gradient sum
@@ -73,7 +89,6 @@ void TrainLog::step(const StepReport& r) {
     // Where cuDNN was asked for but cannot take the attention, the first step says why.
     if (r.step == 1 && cuda_) say("attention on %s\n", cuda::attention_path().c_str());
   }
-  progress_.step(r.step, r.loss, r.ms);
   if (r.balance.trial == "try")
     say("step %5lld | try: %s%s, judged by the next steps\n", (long long)r.step, r.balance.choice.c_str(),
         r.balance.explored ? " (the model's best move: the steps stay far above its ideal)" : "");
@@ -85,6 +100,7 @@ void TrainLog::step(const StepReport& r) {
   if (r.balance.plan.migrate)
     say("step %5lld | %s; moved in %.1f ms; units per rank now %s\n", (long long)r.step,
         r.balance.plan.str().c_str(), r.balance.migrate_ms, r.partition_text.c_str());
+  progress_.show();
 }
 
 void TrainLog::validation(const StepReport& r) {

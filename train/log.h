@@ -24,12 +24,16 @@ class TrainLog {
  public:
   // Opens --metrics for appending; `steps`: the run's last step; `cuda`: the first step says
   // which attention runs.
-  TrainLog(bool lead, const OutputOptions& o, int64_t steps, bool cuda);
+  TrainLog(bool lead, const OutputOptions& o, int64_t steps, int64_t tokens_per_step, bool cuda);
   template <typename... Args>
   void say(const char* fmt, Args... args) {
     if (lead_) std::printf(fmt, args...);
   }
   void clear_line() { progress_.clear_line(); }
+  // Before this run's first step, which follows step `done`: says what MFU is measured against.
+  void start(int64_t done, const MfuBasis& mfu);
+  // After the last step (or a stop): the run's wall time, tokens/s and mean MFU.
+  void finish();
   // The warning of a skipped step.
   void skipped(const StepReport& r);
   // Every log_every steps and at the last: the step's line and, with several ranks, the

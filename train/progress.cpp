@@ -3,31 +3,86 @@
 #include "parallel/comm/mpi_communicator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <unistd.h>
+#include <utility>
 
 namespace flextp {
+
+namespace {
+
+// "1h02m" from an hour on, "4m05s" from a minute, else "12.5s".
+std::string duration_text(double seconds) {
+  char text[32];
+  if (seconds < 59.95) {
+    std::snprintf(text, sizeof text, "%.1fs", std::max(seconds, 0.0));
+    return text;
+  }
+  long s = std::lround(seconds), h = s / 3600, m = s / 60 % 60;
+  if (h > 0)
+    std::snprintf(text, sizeof text, "%ldh%02ldm", h, m);
+  else
+    std::snprintf(text, sizeof text, "%ldm%02lds", m, s % 60);
+  return text;
+}
+
+}  // namespace
+
+double monotonic_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
 
 // Under mpirun a rank's output reaches the terminal through the launcher (often over a
 // pseudo-terminal even when redirected to a file), so only a process started directly draws
 // the live line.
-Progress::Progress(bool lead, int64_t total_steps)
-    : live_(lead && ::isatty(STDOUT_FILENO) && !launched_by_mpi()), total_(total_steps) {}
+Progress::Progress(bool lead, int64_t total_steps, int64_t tokens_per_step, Clock clock)
+    : live_(lead && ::isatty(STDOUT_FILENO) && !launched_by_mpi()),
+      total_(total_steps),
+      tokens_per_step_(tokens_per_step),
+      clock_(std::move(clock)) {}
+
+void Progress::start(int64_t done, const MfuBasis& mfu) {
+  mfu_ = mfu;
+  done_ = last_ = done;
+  start_s_ = clock_();
+}
 
 void Progress::step(int64_t step, double loss, double ms) {
-  if (!live_) return;
-  ms_sum_ += ms, ++ms_count_;
-  double left_s = (ms_sum_ / static_cast<double>(ms_count_)) * static_cast<double>(total_ - step) / 1000.0;
-  long h = static_cast<long>(left_s) / 3600, m = static_cast<long>(left_s) / 60 % 60, sec = static_cast<long>(left_s) % 60;
-  char eta[32];
-  if (h > 0)
-    std::snprintf(eta, sizeof eta, "%ldh%02ldm", h, m);
-  else
-    std::snprintf(eta, sizeof eta, "%ldm%02lds", m, sec);
-  std::printf("\r\033[K  step %lld/%lld (%.0f%%) | loss %.4f | %.0f ms/step | ETA %s", (long long)step, (long long)total_,
-              100.0 * static_cast<double>(step) / static_cast<double>(std::max<int64_t>(total_, 1)),
-              std::isfinite(loss) ? loss : NAN, ms_sum_ / static_cast<double>(ms_count_), eta);
+  last_ = step, loss_ = loss, last_ms_ = ms;
+  ms_sum_ += ms;
+}
+
+std::string Progress::mfu_text(double tokens, double seconds) const {
+  if (mfu_.peak.flops_per_s <= 0 || seconds <= 0) return "";
+  char text[32];
+  std::snprintf(text, sizeof text, "MFU %.1f%%", 100 * tokens * mfu_.flops_per_token / seconds / mfu_.peak.flops_per_s);
+  return text;
+}
+
+// From this run's pace so far on the wall clock: evaluations, checkpoints and samples included.
+std::string Progress::time_left() const {
+  const int64_t ran = last_ - done_;
+  if (ran <= 0) return "?";
+  return duration_text((clock_() - start_s_) / static_cast<double>(ran) * static_cast<double>(total_ - last_));
+}
+
+std::string Progress::suffix() const {
+  std::string mfu = mfu_text(static_cast<double>(tokens_per_step_), last_ms_ / 1000);
+  return (mfu.empty() ? "" : " | " + mfu) + " | " + std::to_string(last_) + " of " + std::to_string(total_) +
+         " steps, " + time_left() + " left";
+}
+
+void Progress::show() {
+  if (!live_ || last_ <= done_) return;
+  const double mean_ms = ms_sum_ / static_cast<double>(last_ - done_);
+  std::string mfu = mfu_text(static_cast<double>(tokens_per_step_), mean_ms / 1000);
+  std::printf("\r\033[K  step %lld/%lld (%.0f%%) | loss %.4f | %.0f ms/step | %.0f tok/s%s | ETA %s", (long long)last_,
+              (long long)total_, 100.0 * static_cast<double>(last_) / static_cast<double>(std::max<int64_t>(total_, 1)),
+              std::isfinite(loss_) ? loss_ : NAN, mean_ms, static_cast<double>(tokens_per_step_) / mean_ms * 1000,
+              mfu.empty() ? "" : (" | " + mfu).c_str(), time_left().c_str());
   std::fflush(stdout);
   shown_ = true;
 }
@@ -36,6 +91,18 @@ void Progress::clear_line() {
   if (!live_ || !shown_) return;
   std::printf("\r\033[K");
   shown_ = false;
+}
+
+std::string Progress::summary() const {
+  const int64_t ran = last_ - done_;
+  if (ran <= 0) return "";
+  const double tokens = static_cast<double>(tokens_per_step_ * ran), step_s = ms_sum_ / 1000;
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.0f tok/s", tokens / step_s);
+  std::string mfu = mfu_text(tokens, step_s);
+  return "done: " + std::to_string(ran) + " step" + (ran == 1 ? "" : "s") + " in " +
+         duration_text(clock_() - start_s_) + "; " + duration_text(step_s) + " in the steps at " + rate +
+         (mfu.empty() ? "" : ", mean " + mfu);
 }
 
 }  // namespace flextp

@@ -2,13 +2,13 @@
 
 #include "core/denormals.h"
 #include "parallel/tp/unit_rows.h"
+#include "nn/mfu.h"
 
 namespace flextp {
 
 void print_run_header(TrainLog& log, const TrainOptions& o, GPT& model, const Corpus& corpus, Device device,
                       const ProcessGroups& groups, const Communicator& group, int world_rank, const Partition& partition) {
-  int64_t parameters = 0;
-  for (Parameter* p : model.parameters()) parameters += numel(logical_shape(*p));
+  const int64_t parameters = model_parameters(model);
   log.say("flextp: %s, %lld parameters, %lld train / %lld val tokens, batch %lld x %lld, on %s%s\n",
           model.config().str().c_str(), (long long)parameters, (long long)corpus.train.size(),
           (long long)corpus.val.size(), (long long)o.data.batch, (long long)o.data.seq_len, device.str().c_str(),

@@ -1,6 +1,18 @@
 #pragma once
 // Eigen views of row-major tensor memory, shared by the CPU kernels.
+// GCC 12.2's AVX-512 headers warn that their own _mm512_undefined_* values "may be used
+// uninitialized" wherever Eigen's vector code is inlined into ours (GCC bug 105593, fixed in
+// 12.3): a thousand lines of a build about the compiler's headers. GCC 12 honours a pragma at any
+// place of the inlining chain, so silencing the warning for Eigen's own code, and only that,
+// silences it; our code keeps every warning.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <Eigen/Core>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 #include "core/tensor.h"
 

@@ -39,9 +39,8 @@ constexpr int64_t MR = 6, NR = 16;
 // panel of A (264 KiB) sits in L2 beside a KC x NC block of B (1 MiB), in a 2 MiB L2.
 constexpr int64_t KC = 256, MC = 264, NC = 1024;
 
-// Element (i, p) of op(A) and (p, j) of op(B).
+// Element (i, p) of op(A).
 inline float a_at(const float* a, int64_t lda, bool t, int64_t i, int64_t p) { return t ? a[p * lda + i] : a[i * lda + p]; }
-inline float b_at(const float* b, int64_t ldb, bool t, int64_t p, int64_t j) { return t ? b[j * ldb + p] : b[p * ldb + j]; }
 
 // dst[c * ld_dst + r] = src[r * ld_src + c] for an 8 x 8 block (the unpack/shuffle/permute
 // transpose): the transposed weights of a forward product pack at the speed of a copy.

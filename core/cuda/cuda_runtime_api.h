@@ -10,6 +10,8 @@
 namespace flextp::cuda {
 
 int device_count();
+// The GPU's name as CUDA gives it ("NVIDIA H200").
+std::string device_name(int device);
 // Makes `device` current for this thread (a process trains on one GPU).
 void use_device(int device);
 // Which attention path the last attention call took (cuDNN's or the own kernels, with the reason

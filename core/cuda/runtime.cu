@@ -57,6 +57,12 @@ int device_count() {
   return n;
 }
 
+std::string device_name(int device) {
+  cudaDeviceProp props{};
+  FLEXTP_CUDA_CHECK(cudaGetDeviceProperties(&props, device));
+  return props.name;
+}
+
 void* raw_malloc(int device, size_t bytes) {
   FLEXTP_CUDA_CHECK(cudaSetDevice(device));
   void* p = nullptr;

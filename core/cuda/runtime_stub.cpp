@@ -12,6 +12,7 @@ namespace {
 }  // namespace
 
 int device_count() { return 0; }
+std::string device_name(int) { no_cuda("naming a CUDA device"); }
 void use_device(int) { no_cuda("selecting a CUDA device"); }
 std::string attention_path() { return "own kernels (no CUDA backend in this build)"; }
 void* raw_malloc(int, size_t) { no_cuda("cuda allocation"); }

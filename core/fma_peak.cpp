@@ -1,32 +1,28 @@
-#pragma once
-// The machine's f32 FMA peak, measured: every thread runs independent FMA chains that stay in
-// registers (no loads or stores), enough of them to cover the FMA latency on two ports. GEMM and
-// training figures are reported as shares of this number (the CPU's roofline for compute).
+#include "core/fma_peak.h"
+
 #include <algorithm>
-#include <string>
-#include <vector>
+#include <chrono>
 
 #ifdef _OPENMP
 #include <omp.h>
+#endif
+// GCC 12 warns inside its own AVX-512 header (_mm512_undefined_ps) when it is inlined into the
+// loops below: a warning about the compiler's header, silenced for this file alone.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #endif
 
-#include "bench/timer.h"
+namespace flextp {
 
-// GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_ps) when they are inlined here.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+namespace {
 
-namespace flextp::bench {
-
-struct FmaPeak {
-  std::string isa;  // the widest vector FMA this build has ("AVX-512", "AVX2", "scalar")
-  int threads = 1;
-  double gflops = 0;
-};
-
-namespace detail {
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
 
 // FLOPs done by one thread: reps x 12 chains x lanes x 2.
 template <typename V, typename Fma, typename Set>
@@ -49,7 +45,7 @@ double fma_chains(long reps, Fma fma, Set set, int lanes) {
   return static_cast<double>(reps) * 12 * lanes * 2;
 }
 
-inline double one_thread_flops(long reps, const std::string& isa) {
+double one_thread_flops(long reps, const std::string& isa) {
 #if defined(__AVX512F__)
   if (isa == "AVX-512")
     return fma_chains<__m512>(
@@ -71,10 +67,9 @@ inline double one_thread_flops(long reps, const std::string& isa) {
   return static_cast<double>(reps) * 12 * 2;
 }
 
-}  // namespace detail
+}  // namespace
 
-// The ISAs this build can run, widest first.
-inline std::vector<std::string> fma_isas() {
+std::vector<std::string> fma_isas() {
   std::vector<std::string> out;
 #if defined(__AVX512F__)
   out.push_back("AVX-512");
@@ -86,19 +81,14 @@ inline std::vector<std::string> fma_isas() {
   return out;
 }
 
-// GFLOP/s of `threads` threads running the register-resident loop at once: inside one parallel
-// region each thread times many short runs and keeps its fastest, and the peak is the sum of the
-// threads' best rates. On a shared machine other work only ever slows a run down (or delays a
-// thread's wake-up, which timing the whole region would count), so the fastest runs are the
-// closest to what the cores can do; a median would understate the peak and overstate MFU.
-inline FmaPeak measure_fma_peak(const std::string& isa, int threads) {
+FmaPeak measure_fma_peak(const std::string& isa, int threads) {
   const long reps = 200'000;  // well under a millisecond: some runs see no preemption
   double total = 0;
   auto best_rate = [&] {
     double best = 0;
     for (int i = 0; i < 80; ++i) {
       double start = now_ms();
-      double flops = detail::one_thread_flops(reps, isa);
+      double flops = one_thread_flops(reps, isa);
       best = std::max(best, flops / (now_ms() - start) / 1e6);
     }
     return best;
@@ -112,8 +102,7 @@ inline FmaPeak measure_fma_peak(const std::string& isa, int threads) {
   return {isa, threads, total};
 }
 
-// The peak that MFU is measured against: the widest ISA's, at `threads` threads.
-inline FmaPeak fma_peak(int threads) {
+FmaPeak fma_peak(int threads) {
   FmaPeak best;
   for (const std::string& isa : fma_isas()) {
     FmaPeak p = measure_fma_peak(isa, threads);
@@ -122,4 +111,4 @@ inline FmaPeak fma_peak(int threads) {
   return best;
 }
 
-}  // namespace flextp::bench
+}  // namespace flextp
