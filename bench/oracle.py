@@ -9,9 +9,13 @@ oracle's split and step, the even split's, each policy's and the ideal, and each
 the oracle and the even split; with --repeat N every cell is the median of N runs, alternated
 (each round runs every split and policy once before the next round starts).
 
+The oracle is the least of 13 noisy medians, so it is biased low (the winner's curse): with
+--confirm N, the oracle's split, the even split and every policy run N more alternated rounds
+after the sweep, and those fresh medians are reported beside the sweep's ("confirmed").
+
 usage: bench/oracle.py [--cases emulated2,emulated3,contend1,contend2,duty50,duty20,late2]
-                       [--weights 1:4:0.25] [--policies "migrate;hybrid"] [--steps 40] [--skip 10]
-                       [--repeat 1] [--model "--n-layer 4 --n-head 8 --n-embd 256 --seq-len 64 --batch 8"]
+                       [--weights 1:4:0.25 | 1,2.25] [--policies "migrate;hybrid"] [--steps 40] [--skip 10]
+                       [--repeat 1] [--confirm 0] [--model "--n-layer 4 --n-head 8 --n-embd 256 --seq-len 64 --batch 8"]
                        [--build build] [--out runs/oracle.json]
 --policies is a ;-separated list of --balance values, each optionally followed by more flags of
 train, e.g. "migrate;migrate --open-loop;migrate --min-gain 0.05". The median step is taken over the steps after --skip (after the onset for late2). Contended cases
@@ -39,6 +43,9 @@ CASES = {
 
 
 def weights_grid(spec):
+    """lo:hi:step, or a comma-separated list (e.g. 1,2.25 to measure two splits again)."""
+    if ":" not in spec:
+        return sorted(float(x) for x in spec.split(","))
     lo, hi, step = (float(x) for x in spec.split(":"))
     out, w = [], lo
     while w <= hi + 1e-9:
@@ -74,6 +81,23 @@ def events(rows):
     return out
 
 
+def confirm(a, args, bind, best_w, policies, start, prefix):
+    """Fresh alternated medians of the oracle's split, the even split and each policy."""
+    runs = [("static", best_w)] + ([("static", 1.0)] if best_w != 1 else []) + [("policy", x) for x in policies]
+    ms = {run: [] for run in runs}
+    for k in range(a.confirm):
+        for i, (kind, x) in enumerate(runs):
+            extra = ["--balance", "none", "--tp-weights", f"{x},1"] if kind == "static" else ["--balance"] + x.split()
+            rows = flextp_runs.train(a.build, 2, args + extra, f"{prefix}-{i}-{k}.jsonl", bind=bind)
+            ms[(kind, x)].append(median_step(rows, start))
+    med = {run: statistics.median(v) for run, v in ms.items()}
+    oracle, even = med[("static", best_w)], med[("static", 1.0 if best_w != 1 else best_w)]
+    return {"oracle_ms": oracle, "even_ms": even,
+            "policies": {x: {"ms": med[("policy", x)], "runs_ms": ms[("policy", x)],
+                             "vs_oracle": med[("policy", x)] / oracle - 1, "vs_even": med[("policy", x)] / even - 1}
+                         for x in policies}}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--cases", default=",".join(CASES))
@@ -83,6 +107,7 @@ def main():
     p.add_argument("--skip", type=int, default=10)
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--model", default="--n-layer 4 --n-head 8 --n-embd 256 --seq-len 64 --batch 8")
+    p.add_argument("--confirm", type=int, default=0)
     p.add_argument("--build", default="build")
     p.add_argument("--out", default="")
     a = p.parse_args()
@@ -123,10 +148,18 @@ def main():
                               "vs_even": (med[("policy", x)] / even - 1) if even else None,
                               "moves": moves(logs[("policy", x)]), "trials": events(logs[("policy", x)])}
                           for x in policies}}
+        if a.confirm > 0:
+            r["confirmed"] = confirm(a, common + ["--steps", str(steps)] + slow, bind, best_w, policies, start,
+                                     os.path.join(work, f"{case}-confirm"))
         results[case] = r
         print(f"\n{case}: steps {start + 1}-{steps}, medians of {a.repeat} run(s)")
         print("  static: " + "  ".join(f"{w}:1 {v:.1f}" for w, v in statics.items()))
         print(f"  oracle {best_w}:1 {statics[best_w]:.1f} ms | even {even:.1f} | ideal {ideal:.1f}")
+        if "confirmed" in r:
+            c = r["confirmed"]
+            print(f"  confirmed ({a.confirm} more rounds): oracle {best_w}:1 {c['oracle_ms']:.1f} | even {c['even_ms']:.1f} | "
+                  + " | ".join(f"{x} {c['policies'][x]['ms']:.1f} ({100 * c['policies'][x]['vs_oracle']:+.1f}% vs the "
+                               f"oracle, {100 * c['policies'][x]['vs_even']:+.1f}% vs even)" for x in policies))
         for x in policies:
             q = r["policies"][x]
             print(f"  {x:30s} {q['ms']:.1f} ms: {100 * q['vs_oracle']:+.1f}% vs the oracle, "
