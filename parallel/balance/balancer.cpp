@@ -1,10 +1,10 @@
 #include "parallel/balance/balancer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "core/error.h"
+#include "core/timer.h"
 #include "parallel/balance/active_units.h"
 
 namespace flextp {
@@ -76,9 +76,9 @@ void Balancer::restore(const std::vector<Parameter*>& params) {
 void Balancer::migrate(const Plan& plan, const std::vector<Parameter*>& params, const std::vector<std::string>& slots,
                        BalanceStep& out) {
   restore(params);  // every unit travels whole and computes again once balanced
-  auto start = std::chrono::steady_clock::now();
+  const double start = now_ms();
   out.moved = repartition(params, partition_, plan.target, slots, &comm_, comm_model_.transfer);
-  out.migrate_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  out.migrate_ms = now_ms() - start;
   partition_ = plan.target;
   since_move_ = 0;
   after_move_ms_.assign(1, 0.0);  // settling starts with the next step

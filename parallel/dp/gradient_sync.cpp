@@ -1,7 +1,6 @@
 #include "parallel/dp/gradient_sync.h"
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <set>
 
@@ -9,6 +8,7 @@
 #include "core/error.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/shape_ops.h"
+#include "core/timer.h"
 #include "parallel/dp/replica_agreement.h"
 #include "parallel/tp/unit_rows.h"
 
@@ -67,7 +67,7 @@ double GradientSync::same_on_every_replica(double value) {
 void GradientSync::sum(const std::vector<Parameter*>& params, const Partition& mine) {
   stats_ = {};
   if (grid_.dp == 1) return;
-  const auto began = std::chrono::steady_clock::now();
+  const double began = now_ms();
   NoGradGuard ng;
   // One small all-reduce over the world: whether a replica's partition changed, which gradients
   // exist anywhere, and how many replicas computed each unit (resizing skips some).
@@ -124,7 +124,7 @@ void GradientSync::sum(const std::vector<Parameter*>& params, const Partition& m
         p.extra_rows.push_back({offsets[k], rows});
     }
   }
-  stats_.sum_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
+  stats_.sum_ms = now_ms() - began;
 }
 
 std::vector<GradientSync::Bucket> GradientSync::plan(const std::vector<Parameter*>& params,
