@@ -21,15 +21,14 @@ GridModel::GridModel(const GPTConfig& c, int64_t seq, int tp, int64_t batch, dou
   FLEXTP_CHECK(tp > 0, "grid model: ", tp, " ranks per tensor-parallel group");
   FLEXTP_CHECK(batch > 0, "grid model: a batch of ", batch, " windows");
   FLEXTP_CHECK(window_ms > 0, "grid model: one window's compute must take a positive time, got ", window_ms);
-  window_costs_ = gpt_unit_costs(c, 1, seq, 2);
+  window_costs_ = gpt_model_costs(c, {1, seq, 2});
   even_ = Partition::even(unit_groups(c), tp);
   work_per_ms_ = predicted_step_ms(even_, std::vector<double>(tp, 1.0), window_costs_) / (window_ms / tp);
   // Attention and MLP each end in one all-reduce of the window's activations.
   tp_comm_ms_ = 2.0 * c.n_layer * tp_link.ring_allreduce_ms(4.0 * seq * c.n_embd, tp);
-  UnitCosts weights = gpt_unit_costs(c, 1, seq, 0);
+  ModelCosts weights = gpt_model_costs(c, {1, seq, 0});
   double unit_bytes = 0;
-  for (const auto& [group, owners] : even_.groups())
-    unit_bytes += owners.size() * (weights.bytes.count(group) ? weights.bytes.at(group) : 0.0);
+  for (const auto& [group, owners] : even_.groups()) unit_bytes += owners.size() * weights.unit(group).bytes;
   slot_gradient_bytes_ = unit_bytes / tp;
 }
 

@@ -58,7 +58,7 @@ class GridModel {
 
   int tp_;
   int64_t batch_;
-  UnitCosts window_costs_;  // one window's work and the units' bytes
+  ModelCosts window_costs_;  // one window's work and the units' bytes
   Partition even_;          // the even split of one group
   double work_per_ms_;      // a rank of speed 1
   double tp_comm_ms_;       // per window

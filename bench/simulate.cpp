@@ -36,7 +36,7 @@ struct Prediction {
 // Compute-only predictions, scaled so that the even split at equal speeds takes `compute_ms`.
 Prediction predict(const GPTConfig& c, int64_t batch, int64_t seq, int ranks, const std::vector<double>& speed,
                    double compute_ms) {
-  UnitCosts costs = gpt_unit_costs(c, batch, seq, 2);
+  ModelCosts costs = gpt_model_costs(c, {batch, seq, 2});
   Partition even = Partition::even(unit_groups(c), ranks);
   double unit_speed = predicted_step_ms(even, std::vector<double>(ranks, 1.0), costs) / compute_ms;
   std::vector<double> s;

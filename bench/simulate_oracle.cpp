@@ -128,12 +128,12 @@ class SimulatedRanks {
     BalanceOptions o;
     o.policy = policy;
     o.resize.priority = "norm";  // importance from the weights: the simulation runs no backward
-    const Partition even = Partition::even(s.machine.groups, kRanks);
+    const Partition even = Partition::even(s.machine.model.groups, kRanks);
     for (int r = 0; r < kRanks; ++r) {
       comms_.push_back(std::make_unique<ThreadRank>(meeting_, r));
       models_.push_back(std::make_unique<GPT>(s.model, LocalUnits::of_rank(s.model, even, r), comms_[r].get()));
       params_.push_back(models_[r]->parameters());
-      balancers_.push_back(std::make_unique<Balancer>(*comms_[r], s.machine.groups, even, s.machine.costs, s.link, o));
+      balancers_.push_back(std::make_unique<Balancer>(*comms_[r], s.machine.model, even, s.link, o));
     }
   }
 
@@ -207,7 +207,7 @@ Run run_policy(const Setup& s, const Case& c, const std::string& policy, uint64_
     out.explored += d.explored;
     if (d.choice != "keep" || !d.trial.empty()) {
       std::string line = "step " + std::to_string(k) + ": " + d.choice + (d.trial.empty() ? "" : " (" + d.trial + ")");
-      if (moved) line += "; " + d.plan.str() + "; now " + kinds_of(ranks.partition(), s.machine.groups);
+      if (moved) line += "; " + d.plan.str() + "; now " + kinds_of(ranks.partition(), s.machine.model.groups);
       if (d.trial == "kept" || d.trial == "undone") {
         char judged[128];
         std::snprintf(judged, sizeof judged, "; measured %.1f -> %.1f ms, predicted gain %.1f%%; correction",
@@ -313,15 +313,14 @@ int simulate_oracle_main(int argc, char** argv) {
     }
     s.model.n_positions = seq;
     s.model.validate();
-    s.machine.groups = unit_groups(s.model);
-    s.machine.costs = gpt_unit_costs(s.model, batch, seq, 2);
-    double total = s.machine.costs.replicated_work;
-    for (const UnitGroup& g : s.machine.groups) total += g.units * s.machine.costs.work.at(g.name);
+    s.machine.model = gpt_model_costs(s.model, {batch, seq, 2});
+    double total = s.machine.model.replicated_work;
+    for (const UnitGroup& g : s.machine.model.groups) total += g.units * g.cost.work;
     s.machine.work_per_ms = total / model_ms;
     s.machine.unit_overhead_ms = overhead_ms;
     s.machine.collectives_ms = collectives_ms;
     s.link.fits[method_name(TransferMethod::PointToPoint)] = kLink;
-    const Partition even = Partition::even(s.machine.groups, kRanks);
+    const Partition even = Partition::even(s.machine.model.groups, kRanks);
 
     std::printf("4 ranks on paper: %s, batch %lld x %lld; the true machine: the whole model %.0f ms at speed 1, "
                 "replicated work at each rank's own speed, %.2f ms per unit run, %.1f ms of collectives per step, "
@@ -338,7 +337,7 @@ int simulate_oracle_main(int argc, char** argv) {
       const std::vector<StaticSplit> grid = static_splits(s.machine, c.speed, levels);
       std::vector<double> true_speed;
       for (double x : c.speed) true_speed.push_back(x * s.machine.work_per_ms);
-      const Partition planner = balanced_partition(even, true_speed, s.machine.costs);
+      const Partition planner = balanced_partition(even, true_speed, s.machine.model);
       auto static_ms = [&](const Partition& p) {
         std::vector<double> per_seed;
         for (int seed = 0; seed < s.seeds; ++seed) per_seed.push_back(measured_ms(run_static(s, c, p, seed, steps), start));
@@ -349,11 +348,11 @@ int simulate_oracle_main(int argc, char** argv) {
       std::printf("\n%s: %s; steps %lld-%lld, medians of %d seed(s)\n", c.name.c_str(), c.what.c_str(),
                   static_cast<long long>(start + 1), static_cast<long long>(steps), s.seeds);
       std::printf("  best static split (%s) %.1f ms | even %.1f | planner's split (%s) %.1f | ideal %.1f (noise free)\n",
-                  kinds_of(best, s.machine.groups).c_str(), oracle, even_ms, kinds_of(planner, s.machine.groups).c_str(),
+                  kinds_of(best, s.machine.model.groups).c_str(), oracle, even_ms, kinds_of(planner, s.machine.model.groups).c_str(),
                   planner_ms, ideal);
       std::printf("  --tp-weights grid: %zu partitions of %zu weight ratios; best %s (%s) %.1f ms; fastest noise free:",
                   grid.size(), weight_grid(levels, kRanks).size(), weights_text(grid.front().weights).c_str(),
-                  kinds_of(grid.front().partition, s.machine.groups).c_str(), grid_ms);
+                  kinds_of(grid.front().partition, s.machine.model.groups).c_str(), grid_ms);
       for (size_t i = 0; i < std::min<size_t>(3, grid.size()); ++i)
         std::printf(" %s %.1f;", weights_text(grid[i].weights).c_str(), grid[i].step_ms);
       std::printf("\n");
@@ -371,7 +370,7 @@ int simulate_oracle_main(int argc, char** argv) {
           r.resized.push_back(run.resized_steps);
           for (const auto& [e, n] : run.trials) r.trials[e] += n;
           r.explored += run.explored;
-          if (seed == 0) r.final_split = kinds_of(run.final_split, s.machine.groups);
+          if (seed == 0) r.final_split = kinds_of(run.final_split, s.machine.model.groups);
           if (seed == 0 && verbose)
             for (const std::string& line : run.log) std::printf("    %s %s\n", policy.c_str(), line.c_str());
         }

@@ -22,8 +22,8 @@ namespace {
 // A rank's time in one group's segment: its share of the replicated work and its units at its
 // speed, plus the overhead of its units.
 double segment_ms(const TrueMachine& m, const std::string& group, int64_t units, double speed) {
-  const double rate = m.work_per_ms * speed, replicated = m.costs.replicated_work / m.groups.size();
-  return (replicated + units * m.costs.work.at(group)) / rate + units * m.unit_overhead_ms;
+  const double rate = m.work_per_ms * speed, replicated = m.model.replicated_work / m.model.groups.size();
+  return (replicated + units * m.model.unit(group).work) / rate + units * m.unit_overhead_ms;
 }
 
 }  // namespace
@@ -36,7 +36,7 @@ TrueStep true_step(const TrueMachine& m, const UnitRuns& runs, const std::vector
   TrueStep out;
   out.compute_ms.assign(n, 0.0);
   out.step_ms = m.collectives_ms;
-  for (const UnitGroup& g : m.groups) {
+  for (const UnitGroup& g : m.model.groups) {
     double slowest = 0;
     for (size_t r = 0; r < n; ++r) {
       auto held = runs[r].find(g.name);
@@ -52,7 +52,7 @@ TrueStep true_step(const TrueMachine& m, const UnitRuns& runs, const std::vector
 
 double fluid_ideal_ms(const TrueMachine& m, const std::vector<double>& speed) {
   double total = m.collectives_ms;
-  for (const UnitGroup& g : m.groups) {
+  for (const UnitGroup& g : m.model.groups) {
     // Fractional units x_r end the segment at t on every rank that holds any: the t at which
     // they sum to the group's units.
     auto units_by = [&](double t) {
@@ -76,8 +76,8 @@ double fluid_ideal_ms(const TrueMachine& m, const std::vector<double>& speed) {
 
 Partition best_split(const TrueMachine& m, const std::vector<double>& speed) {
   const int n = static_cast<int>(speed.size());
-  Partition p = Partition::even(m.groups, n);
-  for (const UnitGroup& g : m.groups) {
+  Partition p = Partition::even(m.model.groups, n);
+  for (const UnitGroup& g : m.model.groups) {
     // Units rank r can finish within t ms (its segment grows with every unit).
     auto fit = [&](int r, double t) {
       int64_t k = 0;
@@ -142,7 +142,7 @@ std::vector<StaticSplit> static_splits(const TrueMachine& m, const std::vector<d
   std::vector<StaticSplit> out;
   std::set<std::string> seen;
   for (const std::vector<double>& w : weight_grid(levels, static_cast<int>(speed.size()))) {
-    Partition p = Partition::proportional(m.groups, w);
+    Partition p = Partition::proportional(m.model.groups, w);
     const std::string key = p.str();
     if (!seen.insert(key).second) continue;
     const double ms = true_step(m, units_run(p), speed).step_ms;

@@ -23,9 +23,8 @@
 namespace flextp {
 
 struct TrueMachine {
-  std::vector<UnitGroup> groups;  // the model's unit groups (nn/units.h unit_groups)
-  UnitCosts costs;                // the planner's costs of the same model (nn/unit_costs.h)
-  double work_per_ms = 1;         // what a rank of speed 1 computes per ms (units of costs.work)
+  ModelCosts model;               // the model's unit groups as the planner prices them (nn/unit_costs.h)
+  double work_per_ms = 1;         // what a rank of speed 1 computes per ms (units of a unit's work)
   double unit_overhead_ms = 0;    // per unit a rank runs per step, whatever its speed
   double collectives_ms = 0;      // per step
 };

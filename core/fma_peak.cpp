@@ -1,7 +1,8 @@
 #include "core/fma_peak.h"
 
 #include <algorithm>
-#include <chrono>
+
+#include "core/timer.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -18,11 +19,6 @@
 namespace flextp {
 
 namespace {
-
-double now_ms() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
 
 // FLOPs done by one thread: reps x 12 chains x lanes x 2.
 template <typename V, typename Fma, typename Set>

@@ -157,9 +157,33 @@ class HeaderReader : public json::json_sax_t {
   std::string name_, field_;  // the entry (a key at depth 1) and its field (a key at depth 2)
 };
 
-}  // namespace
+// An open safetensors file, read up to its data: the header's JSON text (after its 8-byte
+// little-endian length), checked to fit the file.
+struct OpenedFile {
+  std::ifstream in;
+  uint64_t file_size = 0;
+  std::string header;
+};
 
-namespace {
+OpenedFile open_safetensors(const std::string& path) {
+  OpenedFile f{std::ifstream(path, std::ios::binary | std::ios::ate), 0, {}};
+  FLEXTP_CHECK(f.in, "cannot open checkpoint file ", path, ": ", errno_text());
+  f.file_size = static_cast<uint64_t>(f.in.tellg());
+  f.in.seekg(0);
+  FLEXTP_CHECK(f.file_size >= 8, path, ": file of ", f.file_size,
+               " bytes is too short for a safetensors header (truncated?)");
+  unsigned char len_bytes[8];
+  f.in.read(reinterpret_cast<char*>(len_bytes), 8);
+  uint64_t header_len = 0;
+  for (int i = 0; i < 8; ++i) header_len |= static_cast<uint64_t>(len_bytes[i]) << (8 * i);
+  FLEXTP_CHECK(header_len <= kMaxHeaderBytes && header_len <= f.file_size - 8, path,
+               ": header length ", header_len, " does not fit the file of ", f.file_size,
+               " bytes (not a safetensors file, or truncated)");
+  f.header.assign(header_len, '\0');
+  f.in.read(f.header.data(), static_cast<std::streamsize>(header_len));
+  return f;
+}
+
 // Fault injection for the tests of interrupted saves: FLEXTP_FAULT_KILL_IN_WRITE=N kills the
 // process (SIGKILL, nothing flushed) halfway through the Nth atomic write, and
 // FLEXTP_FAULT_KILL_AFTER_WRITE=N right after the Nth write is in place.
@@ -234,26 +258,13 @@ void write_safetensors(const std::string& path,
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  FLEXTP_CHECK(in, "cannot open checkpoint file ", path, ": ", errno_text());
-  uint64_t file_size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
-  FLEXTP_CHECK(file_size >= 8, path, ": file of ", file_size,
-               " bytes is too short for a safetensors header (truncated?)");
-  unsigned char len_bytes[8];
-  in.read(reinterpret_cast<char*>(len_bytes), 8);
-  uint64_t header_len = 0;
-  for (int i = 0; i < 8; ++i) header_len |= static_cast<uint64_t>(len_bytes[i]) << (8 * i);
-  FLEXTP_CHECK(header_len <= kMaxHeaderBytes && header_len <= file_size - 8, path,
-               ": header length ", header_len, " does not fit the file of ", file_size,
-               " bytes (not a safetensors file, or truncated)");
-  std::string text(header_len, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(header_len));
-  uint64_t data_start = 8 + header_len, data_size = file_size - data_start;
+  OpenedFile f = open_safetensors(path);
+  std::ifstream& in = f.in;
+  uint64_t data_start = 8 + f.header.size(), data_size = f.file_size - data_start;
   SafetensorsFile out;
   std::vector<RawEntry> raw;
   HeaderReader reader(path, data_size, out.metadata, raw);
-  json::sax_parse(text, &reader);
+  json::sax_parse(f.header, &reader);
 
   // Every entry is checked, and the ranges against each other, before any tensor is allocated.
   struct Entry {
@@ -316,19 +327,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
 
 // The header alone: a look at many checkpoints (--keep-last) reads none of their tensors.
 std::map<std::string, std::string> read_safetensors_metadata(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  FLEXTP_CHECK(in, "cannot open checkpoint file ", path, ": ", errno_text());
-  uint64_t file_size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
-  unsigned char len_bytes[8] = {};
-  in.read(reinterpret_cast<char*>(len_bytes), 8);
-  uint64_t header_len = 0;
-  for (int i = 0; i < 8; ++i) header_len |= static_cast<uint64_t>(len_bytes[i]) << (8 * i);
-  FLEXTP_CHECK(in && header_len <= kMaxHeaderBytes && header_len <= file_size - 8, path,
-               ": not a safetensors file (its header length ", header_len, " does not fit the file of ", file_size,
-               " bytes)");
-  std::string text(header_len, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(header_len));
+  const std::string text = open_safetensors(path).header;
   std::map<std::string, std::string> metadata;
   try {
     json header = json::parse(text);

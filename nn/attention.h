@@ -19,7 +19,6 @@ class CausalSelfAttention : public Module {
   Tensor forward(const Tensor& x) const;  // [B, T, C] -> [B, T, C]
   // The heads held here, in local order (the QKV weight's units).
   const std::vector<int64_t>& heads() const { return c_attn.weight.units; }
-  int64_t local_heads() const { return static_cast<int64_t>(heads().size()); }
   // Heads in use: all but the ones priority resizing skips (the last of the local order).
   int64_t active_heads() const;
   // The layer that fills in for skipped heads (row split, sums the heads' contributions).

@@ -18,8 +18,8 @@ inline double bytes_per_value(const GPTConfig& c, const StepShape& s) {
   return static_cast<double>(dtype_size(c.dtype)) * (1 + s.optimizer_slots);
 }
 
-// The planner's costs, read from the unit registry's groups (each layer prices its own units),
-// plus the replicated work every rank does.
-UnitCosts gpt_unit_costs(const GPTConfig& c, int64_t batch, int64_t seq_len, int slots);
+// The model as the planner prices it: the unit registry's groups, each priced by the layer that
+// owns it for steps of this shape, and the replicated work every rank does.
+ModelCosts gpt_model_costs(const GPTConfig& c, const StepShape& s);
 
 }  // namespace flextp

@@ -22,14 +22,12 @@
 using namespace flextp;
 
 namespace {
-// Two groups of 8 unit-cost units and no replicated work: shares are easy to read.
-std::vector<UnitGroup> groups() { return {{"h.0.head", UnitKind::Head, 0, 8, 0, true, {}}, {"h.0.mlp", UnitKind::Mlp, 0, 8, 0, true, {}}}; }
-UnitCosts costs() {
-  UnitCosts c;
-  c.work = {{"h.0.head", 1.0}, {"h.0.mlp", 1.0}};
-  c.bytes = {{"h.0.head", 100.0}, {"h.0.mlp", 100.0}};
-  return c;
+// Two groups of 8 units of work 1 (100 bytes each) and no replicated work: shares are easy to read.
+ModelCosts costs() {
+  return {{{"h.0.head", UnitKind::Head, 0, 8, 0, true, {1.0, 100.0}},
+           {"h.0.mlp", UnitKind::Mlp, 0, 8, 0, true, {1.0, 100.0}}}};
 }
+std::vector<UnitGroup> groups() { return costs().groups; }
 CommCostModel free_comm() {
   CommCostModel m;
   m.fits["p2p"] = {0.0, 0.0};
@@ -109,10 +107,10 @@ TEST_CASE("ties go to the lower rank, so every rank computes the same target wha
 
 TEST_CASE("the model's unit costs follow its shapes") {
   GPTConfig c;
-  UnitCosts u = gpt_unit_costs(c, 16, 128, 2);
-  CHECK(u.work.size() == static_cast<size_t>(2 * c.n_layer + 1));
-  CHECK(u.bytes.at("h.0.head") == doctest::Approx((3 * 32 * 128 + 3 * 32 + 32 * 128) * 4.0 * 3));
-  CHECK(u.work.at("h.0.mlp") > 0);
+  ModelCosts u = gpt_model_costs(c, {16, 128, 2});
+  CHECK(u.groups.size() == static_cast<size_t>(2 * c.n_layer + 1));
+  CHECK(u.unit("h.0.head").bytes == doctest::Approx((3 * 32 * 128 + 3 * 32 + 32 * 128) * 4.0 * 3));
+  CHECK(u.unit("h.0.mlp").work > 0);
   CHECK(u.replicated_work > 0);
 }
 

@@ -82,8 +82,8 @@ struct DrivenBalancer {
     CommCostModel free;
     free.fits["p2p"] = {0.0, 0.0};
     if (!own) own = make_policy(o);
-    balancer = std::make_unique<Balancer>(comm, unit_groups(balancing_gpt()), initial,
-                                          gpt_unit_costs(balancing_gpt(), 2, 8, 2), free, o, std::move(own));
+    balancer = std::make_unique<Balancer>(comm, gpt_model_costs(balancing_gpt(), {2, 8, 2}), initial, free, o,
+                                          std::move(own));
     comm.balancer = balancer.get();
     base = balancer->work_of(0) / 10.0;
   }
@@ -176,7 +176,7 @@ TEST_CASE("migrate: a lasting 2x straggler gives units to the fast rank once; a 
     INFO(group);
     CHECK(d.balancer->partition().units_of(group, 0).size() < d.initial.units_of(group, 0).size());
   }
-  CHECK(d.balancer->partition() == balanced_partition(d.initial, {0.5, 1.0}, gpt_unit_costs(balancing_gpt(), 2, 8, 2)));
+  CHECK(d.balancer->partition() == balanced_partition(d.initial, {0.5, 1.0}, gpt_model_costs(balancing_gpt(), {2, 8, 2})));
   CHECK(d.skipped() == 0);
 
   DrivenBalancer blip("migrate");
@@ -382,7 +382,7 @@ TEST_CASE("closed loop: a policy may opt out and judge its own moves") {
    public:
     bool closed_loop() const override { return false; }
     Decision decide(const Observation& o) override {
-      Plan plan = plan_migration(o.partition, o.speeds, o.costs, o.comm, {50, 0.1});
+      Plan plan = plan_migration(o.partition, o.speeds, o.model, o.comm, {50, 0.1});
       return plan.migrate ? migrate_by(plan) : keep_at(o, o.speeds);
     }
   };

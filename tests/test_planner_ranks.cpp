@@ -10,7 +10,7 @@ using namespace flextp;
 namespace {
 
 std::vector<UnitGroup> groups() { return test::unit_cost_groups(); }
-UnitCosts costs() { return test::unit_costs_of_one(); }
+ModelCosts costs() { return test::unit_costs_of_one(); }
 int units_of(const Partition& p, int rank) {
   return static_cast<int>(p.units_of("h.0.head", rank).size() + p.units_of("h.0.mlp", rank).size());
 }

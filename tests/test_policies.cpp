@@ -32,9 +32,8 @@ std::vector<RankRow> table(bool skipping) {
 
 // What a policy sees, built by hand; the parts an Observation refers to live here.
 struct Seen {
-  std::vector<UnitGroup> units = unit_groups(balancing_gpt());
-  Partition partition = Partition::even(units, 2);
-  UnitCosts costs = gpt_unit_costs(balancing_gpt(), 2, 8, 2);
+  ModelCosts costs = gpt_model_costs(balancing_gpt(), {2, 8, 2});
+  Partition partition = Partition::even(costs.groups, 2);
   CommCostModel comm;
   Resizer importance{ResizeOptions{}};
   std::vector<RankRow> rows = table(false);
@@ -51,7 +50,7 @@ struct Seen {
     if (fast.empty()) fast = speeds;
     for (double& x : speeds) x *= base;
     for (double& x : fast) x *= base;
-    return Observation{step, rank, rows, speeds, fast, partition, units, costs, comm, importance, since_move, -1,
+    return Observation{step, rank, rows, speeds, fast, partition, costs, comm, importance, since_move, -1,
                        [this](const std::vector<double>&) { return ++share_calls, share; }, {}};
   }
 };
@@ -128,12 +127,12 @@ TEST_CASE("resizing skips the groups the unit registry declares resizable, whate
   const std::vector<double> slow = {0.5 * s.base, s.base};
   CHECK(resized_step_ms(s.at({1, 1}), slow) < predicted_step_ms(s.partition, slow, s.costs));
   // The heads declared fixed and the vocabulary resizable; the names stay as they were.
-  for (UnitGroup& g : s.units) g.resizable = g.kind != UnitKind::Head;
+  for (UnitGroup& g : s.costs.groups) g.resizable = g.kind != UnitKind::Head;
   Decision d = policy("resize")->decide(s.at({1, 1}, 20, 0, 20, {0.5, 1}));
   CHECK(d.action == Action::resize);
   CHECK(d.keep == std::map<std::string, int64_t>{{"h.0.mlp", 2}, {"vocab", 0}});  // of 4 and of 1
   // Nothing resizable: the hybrid's resized step is the step as it is.
-  for (UnitGroup& g : s.units) g.resizable = false;
+  for (UnitGroup& g : s.costs.groups) g.resizable = false;
   CHECK(resized_step_ms(s.at({1, 1}), slow) == predicted_step_ms(s.partition, slow, s.costs));
   CHECK(resize_to(s.at({1, 1}), slow).keep.empty());
 }

@@ -40,8 +40,8 @@ struct OneProcess {
     clock = std::make_unique<StepClock>(*single, SlowdownSchedule({}, 1));
     Partition all = Partition::even(unit_groups(c), 1);
     model = std::make_unique<GPT>(c, LocalUnits::of_rank(c, all, 0), clock.get());
-    balancer = std::make_unique<Balancer>(*single, unit_groups(c), all, gpt_unit_costs(c, o.batch, o.seq_len, 2),
-                                          CommCostModel{}, BalanceOptions{});
+    balancer = std::make_unique<Balancer>(*single, gpt_model_costs(c, {o.batch, o.seq_len, 2}), all, CommCostModel{},
+                                          BalanceOptions{});
     trainer = std::make_unique<Trainer>(o, *model, opt, *clock, *balancer, watchdog,
                                         BatchSampler(&tokens, o.batch, o.seq_len, seed),
                                         FaultHook(nan_steps, "", "", 0, 1), [this](const StepReport&) { ++warnings; });

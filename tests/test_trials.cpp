@@ -158,7 +158,7 @@ TEST_CASE("the learned correction converges on a rank slower than its compute ti
   // 24 + 24 units of work 1; the monitor measures rank 1 at half of rank 0's speed, but its
   // steps show it at 0.4 (time it loses off its core that its compute segments do not see).
   const std::vector<UnitGroup> groups = test::unit_cost_groups();
-  const UnitCosts c = test::unit_costs_of_one();
+  const ModelCosts c = test::unit_costs_of_one();
   const std::vector<double> measured = {1.0, 0.5}, truth = {1.0, 0.4};
   const Partition even = Partition::even(groups, 2);
   // The model's first guess at the balanced split, and what the machine really does with it.

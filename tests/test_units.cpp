@@ -82,12 +82,12 @@ TEST_CASE("the planner's costs are the ones each layer gives its units") {
   GPTConfig c = tiny();
   StepShape s{4, 8, 2};
   UnitRegistry r(c, s);
-  UnitCosts costs = gpt_unit_costs(c, s.batch, s.seq_len, s.optimizer_slots);
-  REQUIRE(costs.work.size() == r.groups().size());
+  ModelCosts costs = gpt_model_costs(c, s);
+  REQUIRE(costs.groups.size() == r.groups().size());
   for (const auto& g : r.groups()) {
     INFO(g->name);
-    CHECK(costs.work.at(g->name) == g->cost.work);
-    CHECK(costs.bytes.at(g->name) == g->cost.bytes);
+    CHECK(costs.unit(g->name).work == g->cost.work);
+    CHECK(costs.unit(g->name).bytes == g->cost.bytes);
     CHECK(g->cost.work > 0);
   }
   // An MLP block of M neurons carries M rows of c_fc, M of its bias and M rows of c_proj, each

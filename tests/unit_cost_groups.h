@@ -1,6 +1,6 @@
 #pragma once
-// The planner tests' two groups of 24 unit-cost units with no replicated work, so that a rank's
-// time is its units / its speed.
+// The planner tests' two groups of 24 units of work 1 (100 bytes each) with no replicated work,
+// so that a rank's time is its units / its speed.
 #include <vector>
 
 #include "parallel/balance/planner.h"
@@ -8,15 +8,11 @@
 
 namespace flextp::test {
 
-inline std::vector<UnitGroup> unit_cost_groups() {
-  return {{"h.0.head", UnitKind::Head, 0, 24, 0, true, {}}, {"h.0.mlp", UnitKind::Mlp, 0, 24, 0, true, {}}};
+inline ModelCosts unit_costs_of_one() {
+  return {{{"h.0.head", UnitKind::Head, 0, 24, 0, true, {1.0, 100.0}},
+           {"h.0.mlp", UnitKind::Mlp, 0, 24, 0, true, {1.0, 100.0}}}};
 }
 
-inline UnitCosts unit_costs_of_one() {
-  UnitCosts c;
-  c.work = {{"h.0.head", 1.0}, {"h.0.mlp", 1.0}};
-  c.bytes = {{"h.0.head", 100.0}, {"h.0.mlp", 100.0}};
-  return c;
-}
+inline std::vector<UnitGroup> unit_cost_groups() { return unit_costs_of_one().groups; }
 
 }  // namespace flextp::test

@@ -11,10 +11,11 @@ namespace flextp {
 namespace {
 
 CommCostModel communication_model(Communicator& comm, const TrainOptions& o, const GPTConfig& c,
-                                  const UnitCosts& costs, Device device, int64_t micro_windows) {
+                                  const ModelCosts& costs, Device device, int64_t micro_windows) {
   // The row-parallel reductions carry one micro-step's activations.
   double reduce_bytes = 4.0 * micro_windows * o.data.seq_len * c.n_embd;
-  double transfer_bytes = costs.bytes.at(UnitRegistry(c).group(UnitKind::Head, 0)->name) * c.n_layer;  // about one head per layer moving
+  // About one head per layer moving.
+  double transfer_bytes = costs.unit(UnitRegistry(c).group(UnitKind::Head, 0)->name).bytes * c.n_layer;
   CommCostModel m;
   if (comm.size() > 1)
     m = calibrate(comm, {4096, 65536, 1 << 20, static_cast<int64_t>(reduce_bytes)}, reduce_bytes, transfer_bytes,
@@ -28,12 +29,12 @@ CommCostModel communication_model(Communicator& comm, const TrainOptions& o, con
 std::unique_ptr<Balancer> make_balancer(StepClock& clock, const ProcessGroups& groups, const TrainOptions& o,
                                         const GPTConfig& c, const Partition& partition, Device device,
                                         int optimizer_slots, TrainLog& log) {
-  UnitCosts costs = gpt_unit_costs(c, groups.share, o.data.seq_len, optimizer_slots);
+  ModelCosts costs = gpt_model_costs(c, {groups.share, o.data.seq_len, optimizer_slots});
   CommCostModel model = communication_model(clock.untimed(), o, c, costs, device, groups.micro_windows);
   if (groups.dp) share_comm_model(*groups.dp, model);  // the replicas' balancers weigh moves alike
   clock.set_reduce_method(model.reduce);
   if (clock.size() > 1) log.say("communication (fitted on this communicator):\n%s", model.table().c_str());
-  return std::make_unique<Balancer>(clock.untimed(), unit_groups(c), partition, costs, model, o.balancing.balancer);
+  return std::make_unique<Balancer>(clock.untimed(), costs, partition, model, o.balancing.balancer);
 }
 
 }  // namespace flextp

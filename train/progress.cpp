@@ -1,9 +1,9 @@
 #include "train/progress.h"
 
+#include "core/timer.h"
 #include "parallel/comm/mpi_communicator.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <unistd.h>
@@ -30,10 +30,7 @@ std::string duration_text(double seconds) {
 
 }  // namespace
 
-double monotonic_seconds() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
+double monotonic_seconds() { return now_ms() / 1000; }
 
 // Under mpirun a rank's output reaches the terminal through the launcher (often over a
 // pseudo-terminal even when redirected to a file), so only a process started directly draws

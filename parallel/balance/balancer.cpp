@@ -1,25 +1,23 @@
 #include "parallel/balance/balancer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "core/error.h"
+#include "core/timer.h"
 #include "parallel/balance/active_units.h"
 
 namespace flextp {
 
-Balancer::Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition initial, UnitCosts costs,
-                   CommCostModel comm_model, BalanceOptions o)
-    : Balancer(comm, std::move(units), std::move(initial), std::move(costs), std::move(comm_model), o,
-               make_policy(o)) {}
+Balancer::Balancer(Communicator& comm, ModelCosts model, Partition initial, CommCostModel comm_model,
+                   BalanceOptions o)
+    : Balancer(comm, std::move(model), std::move(initial), std::move(comm_model), o, make_policy(o)) {}
 
-Balancer::Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition initial, UnitCosts costs,
-                   CommCostModel comm_model, BalanceOptions o, std::unique_ptr<BalancePolicy> policy)
+Balancer::Balancer(Communicator& comm, ModelCosts model, Partition initial, CommCostModel comm_model,
+                   BalanceOptions o, std::unique_ptr<BalancePolicy> policy)
     : comm_(comm),
-      units_(std::move(units)),
+      model_(std::move(model)),
       partition_(std::move(initial)),
-      costs_(std::move(costs)),
       comm_model_(std::move(comm_model)),
       o_(std::move(o)),
       policy_(std::move(policy)),
@@ -30,9 +28,9 @@ Balancer::Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition i
   FLEXTP_CHECK(policy_ != nullptr, "the balancer needs a policy");
   FLEXTP_CHECK(o_.lambda >= 0, "the hybrid's lambda must be >= 0 (inf: never drop work), got ", o_.lambda);
   // The policies look the partition's groups up in the registry: both must name the same ones.
-  FLEXTP_CHECK(units_.size() == partition_.groups().size(), "the unit registry has ", units_.size(),
+  FLEXTP_CHECK(model_.groups.size() == partition_.groups().size(), "the unit registry has ", model_.groups.size(),
                " groups but the partition ", partition_.groups().size());
-  for (const UnitGroup& g : units_)
+  for (const UnitGroup& g : model_.groups)
     FLEXTP_CHECK(static_cast<int64_t>(partition_.owners(g.name).size()) == g.units, "unit group '", g.name,
                  "' has ", g.units, " units but the partition assigns ", partition_.owners(g.name).size());
 }
@@ -42,13 +40,13 @@ void Balancer::observe_gradients(const std::vector<Parameter*>& params, int64_t 
 }
 
 UnitCounts Balancer::unit_counts(int rank) const {
-  UnitCounts count = units_per_kind(units_, partition_, rank);
+  UnitCounts count = units_per_kind(model_.groups, partition_, rank);
   if (rank == comm_.rank()) count.skipped = skipped_;
   return count;
 }
 
 double Balancer::work_of(int rank) const {
-  return rank_work(partition_, costs_)[rank] - (rank == comm_.rank() ? skipped_work_ : 0.0);
+  return rank_work(partition_, model_)[rank] - (rank == comm_.rank() ? skipped_work_ : 0.0);
 }
 
 double Balancer::skipped_share(const std::vector<Parameter*>& params, const std::vector<double>& speed) {
@@ -65,7 +63,7 @@ void Balancer::resize(const std::vector<Parameter*>& params, const std::map<std:
   skipped_work_ = 0;
   for (const auto& [group, skipped] : resizer_.resize(params, keep)) {
     skipped_ += skipped;
-    skipped_work_ += (costs_.work.count(group) ? costs_.work.at(group) : 0.0) * static_cast<double>(skipped);
+    skipped_work_ += model_.unit(group).work * static_cast<double>(skipped);
   }
 }
 
@@ -78,9 +76,9 @@ void Balancer::restore(const std::vector<Parameter*>& params) {
 void Balancer::migrate(const Plan& plan, const std::vector<Parameter*>& params, const std::vector<std::string>& slots,
                        BalanceStep& out) {
   restore(params);  // every unit travels whole and computes again once balanced
-  auto start = std::chrono::steady_clock::now();
+  const double start = now_ms();
   out.moved = repartition(params, partition_, plan.target, slots, &comm_, comm_model_.transfer);
-  out.migrate_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  out.migrate_ms = now_ms() - start;
   partition_ = plan.target;
   since_move_ = 0;
   after_move_ms_.assign(1, 0.0);  // settling starts with the next step
@@ -115,7 +113,7 @@ BalanceStep Balancer::after_step(const std::vector<RankReport>& reports, const s
       judged ? trials_.observe(step_ms_of(monitor_.table()), monitor_.speeds(), every_unit) : TrialEvent::none;
   Observation seen{monitor_.samples(), comm_.rank(), monitor_.table(),
                    corrected_speeds(monitor_.speeds(), correction_), corrected_speeds(monitor_.fast_speeds(), correction_),
-                   partition_, units_, costs_, comm_model_, resizer_, since_move_, migration_cost_ms_,
+                   partition_, model_, comm_model_, resizer_, since_move_, migration_cost_ms_,
                    [&](const std::vector<double>& speed) { return skipped_share(params, speed); }, replicas_};
   Decision d = comm_.size() == 1 ? keep_at(seen, seen.speeds) : policy_->decide(seen);
   if (d.shares.empty() && seen.replicas.replicas() > 1) d.shares = policy_->window_shares(seen);
@@ -150,14 +148,14 @@ void Balancer::judge(TrialEvent verdict, const std::vector<Parameter*>& params, 
   out.predicted_gain = trials_.predicted_gain();
   const bool move = trials_.change() == Change::move;
   if (move && out.trial_before_ms > 0)
-    out.correction = correction_ = learn_correction(trial_from_, trial_to_, monitor_.speeds(), costs_, correction_,
+    out.correction = correction_ = learn_correction(trial_from_, trial_to_, monitor_.speeds(), model_, correction_,
                                                     out.trial_before_ms - out.trial_after_ms);
   if (verdict == TrialEvent::kept) return;
   if (move) {
     Plan back;
     back.migrate = true;
     back.target = trial_from_;
-    count_moves(partition_, costs_, comm_model_, back);
+    count_moves(partition_, model_, comm_model_, back);
     migrate(back, params, slots, out);
     out.plan = back;
     out.action = Action::migrate;
@@ -183,8 +181,8 @@ void Balancer::screen(Decision& d, const Observation& seen, BalanceStep& out) {
     // The policy sees no move worth making, yet under steady speeds the steps stay far above the
     // model's ideal: the model may be wrong. Try its best move, judged like any other.
     const TrialOptions& t = trials_.options();
-    if (trials_.recent_ms() <= ideal_step_ms(partition_, seen.speeds, costs_) * (1 + t.try_gap)) return;
-    Plan best = plan_migration(partition_, seen.speeds, costs_, comm_model_, {o_.planner.horizon, t.try_gain});
+    if (trials_.recent_ms() <= ideal_step_ms(partition_, seen.speeds, model_) * (1 + t.try_gap)) return;
+    Plan best = plan_migration(partition_, seen.speeds, model_, comm_model_, {o_.planner.horizon, t.try_gain});
     if (!best.migrate || trials_.known_worse(best.target.str())) return;
     d = migrate_by(best);
     out.explored = true;

@@ -39,13 +39,12 @@ struct BalanceStep {
 
 class Balancer {
  public:
-  // `units`: the unit registry's groups (nn/units.h), the ones `initial` assigns. Makes the policy
-  // o.policy names in the policy registry.
-  Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition initial, UnitCosts costs,
-           CommCostModel comm_model, BalanceOptions o);
+  // `model`: the unit registry's groups (nn/units.h), the ones `initial` assigns, priced for the
+  // step (nn/unit_costs.h gpt_model_costs). Makes the policy o.policy names in the policy registry.
+  Balancer(Communicator& comm, ModelCosts model, Partition initial, CommCostModel comm_model, BalanceOptions o);
   // With a policy of one's own, registered or not.
-  Balancer(Communicator& comm, std::vector<UnitGroup> units, Partition initial, UnitCosts costs,
-           CommCostModel comm_model, BalanceOptions o, std::unique_ptr<BalancePolicy> policy);
+  Balancer(Communicator& comm, ModelCosts model, Partition initial, CommCostModel comm_model, BalanceOptions o,
+           std::unique_ptr<BalancePolicy> policy);
   // This rank's report of the step it just ran: its times, and its work and units now.
   RankReport report(double compute_ms, double wait_ms) const;
   // Every rank's report of the step (in rank order, all-gathered: the trainer sends them with
@@ -70,9 +69,8 @@ class Balancer {
 
  private:
   Communicator& comm_;
-  std::vector<UnitGroup> units_;
+  ModelCosts model_;
   Partition partition_;
-  UnitCosts costs_;
   CommCostModel comm_model_;
   BalanceOptions o_;
   std::unique_ptr<BalancePolicy> policy_;

@@ -8,10 +8,22 @@
 
 namespace flextp {
 
-std::vector<double> rank_work(const Partition& p, const UnitCosts& c) {
+const UnitGroup& ModelCosts::group(const std::string& name) const {
+  for (const UnitGroup& g : groups)
+    if (g.name == name) return g;
+  FLEXTP_FAIL("the unit registry has no group '", name, "' of the partition");
+}
+
+UnitCost ModelCosts::unit(const std::string& group) const {
+  for (const UnitGroup& g : groups)
+    if (g.name == group) return g.cost;
+  return {};
+}
+
+std::vector<double> rank_work(const Partition& p, const ModelCosts& c) {
   std::vector<double> w(p.ranks(), c.replicated_work);
   for (const auto& [group, owners] : p.groups()) {
-    double unit = c.work.count(group) ? c.work.at(group) : 0.0;
+    double unit = c.unit(group).work;
     for (int o : owners) w[o] += unit;
   }
   return w;
@@ -20,28 +32,32 @@ std::vector<double> rank_work(const Partition& p, const UnitCosts& c) {
 // Ranks meet at a collective after every layer's attention, MLP and vocabulary work: a step
 // takes, per unit group, as long as its slowest rank, plus the replicated work at the slowest
 // rank's speed.
-double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c) {
+double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const ModelCosts& c,
+                         const UnitsRun& run) {
   double total = 0, slowest = 1e300;
   for (double s : speed) slowest = std::min(slowest, std::max(s, 1e-30));
   for (const auto& [group, owners] : p.groups()) {
-    double unit = c.work.count(group) ? c.work.at(group) : 0.0;
+    double unit = c.unit(group).work;
     std::vector<double> count(p.ranks(), 0.0);
     for (int o : owners) count[o] += 1;
     double worst = 0;
-    for (int r = 0; r < p.ranks(); ++r) worst = std::max(worst, count[r] * unit / std::max(speed[r], 1e-30));
+    for (int r = 0; r < p.ranks(); ++r) {
+      const double n = run ? run(group, owners, r, count[r]) : count[r];
+      worst = std::max(worst, n * unit / std::max(speed[r], 1e-30));
+    }
     total += worst;
   }
   return total + c.replicated_work / slowest;
 }
 
-double ideal_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c) {
+double ideal_step_ms(const Partition& p, const std::vector<double>& speed, const ModelCosts& c) {
   double work = 0, total_speed = 0;
   for (double w : rank_work(p, c)) work += w;
   for (double s : speed) total_speed += s;
   return work / std::max(total_speed, 1e-30);
 }
 
-Partition balanced_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c) {
+Partition balanced_partition(const Partition& current, const std::vector<double>& speed, const ModelCosts& c) {
   const int n = current.ranks();
   FLEXTP_CHECK(static_cast<int>(speed.size()) == n, "planner: ", speed.size(), " speeds for ", n, " ranks");
   for (double s : speed) FLEXTP_CHECK(std::isfinite(s) && s > 0, "planner: speeds must be positive, got ", s);
@@ -79,7 +95,7 @@ Partition balanced_partition(const Partition& current, const std::vector<double>
   return target;
 }
 
-void count_moves(const Partition& current, const UnitCosts& c, const CommCostModel& comm, Plan& plan) {
+void count_moves(const Partition& current, const ModelCosts& c, const CommCostModel& comm, Plan& plan) {
   plan.units_moved = 0;
   plan.bytes = 0;
   for (const auto& [group, owners] : current.groups()) {
@@ -87,13 +103,13 @@ void count_moves(const Partition& current, const UnitCosts& c, const CommCostMod
     for (size_t u = 0; u < owners.size(); ++u)
       if (owners[u] != next[u]) {
         ++plan.units_moved;
-        plan.bytes += c.bytes.count(group) ? c.bytes.at(group) : 0.0;
+        plan.bytes += c.unit(group).bytes;
       }
   }
   plan.transfer_ms = plan.units_moved ? comm.transfer_ms(plan.bytes) : 0.0;
 }
 
-Plan plan_migration(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
+Plan plan_migration(const Partition& current, const std::vector<double>& speed, const ModelCosts& c,
                     const CommCostModel& comm, const PlannerOptions& o) {
   Plan plan;
   plan.target = balanced_partition(current, speed, c);

@@ -11,7 +11,7 @@
 //  - The model: a step takes, per unit group, as long as the group's slowest rank, plus the
 //    replicated work at the slowest rank's speed. It knows nothing of time slices, shared GPUs or
 //    throttling; where it is wrong, the closed loop (trials.h) measures the move and undoes it.
-#include <map>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,23 +20,31 @@
 
 namespace flextp {
 
-// The work (in arbitrary units, e.g. FLOPs) and the bytes (weights + optimizer state) of one unit
-// of each group, and the replicated work every rank does whatever it holds.
-struct UnitCosts {
-  std::map<std::string, double> work;
-  std::map<std::string, double> bytes;
+// The model as the planner prices it: the unit registry's groups (nn/units.h), each with what one
+// of its units costs (work in arbitrary units, e.g. FLOPs; bytes of weights and optimizer state),
+// and the replicated work every rank does whatever it holds.
+struct ModelCosts {
+  std::vector<UnitGroup> groups;
   double replicated_work = 0;
+  // The group a partition key names.
+  const UnitGroup& group(const std::string& name) const;
+  // What one unit of the group a partition key names costs; nothing for a group it does not have.
+  UnitCost unit(const std::string& group) const;
 };
 
 // Work per rank under a partition (replicated work included).
-std::vector<double> rank_work(const Partition& p, const UnitCosts& c);
-// The step's compute time: per group its slowest rank, plus the replicated work at the slowest speed.
-double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c);
+std::vector<double> rank_work(const Partition& p, const ModelCosts& c);
+// How many units of a group rank r runs when it holds `held` of them (fewer when resizing skips some).
+using UnitsRun = std::function<double(const std::string& group, const std::vector<int>& owners, int r, double held)>;
+// The step's compute time: per group its slowest rank, plus the replicated work at the slowest
+// speed; every rank runs all the units it holds unless `run` says otherwise.
+double predicted_step_ms(const Partition& p, const std::vector<double>& speed, const ModelCosts& c,
+                         const UnitsRun& run = {});
 // The lower bound: all work spread perfectly over the total speed.
-double ideal_step_ms(const Partition& p, const std::vector<double>& speed, const UnitCosts& c);
+double ideal_step_ms(const Partition& p, const std::vector<double>& speed, const ModelCosts& c);
 
 // The balanced target for these speeds, reached from `current` with the fewest moves.
-Partition balanced_partition(const Partition& current, const std::vector<double>& speed, const UnitCosts& c);
+Partition balanced_partition(const Partition& current, const std::vector<double>& speed, const ModelCosts& c);
 struct PlannerOptions {
   int64_t horizon = 50;    // steps over which a migration must pay for itself
   double min_gain = 0.1;   // and make the step at least this much faster (noise guard)
@@ -52,9 +60,9 @@ struct Plan {
 };
 
 // The units, bytes and transfer time of the move from `current` to plan.target, into the plan.
-void count_moves(const Partition& current, const UnitCosts& c, const CommCostModel& comm, Plan& plan);
+void count_moves(const Partition& current, const ModelCosts& c, const CommCostModel& comm, Plan& plan);
 
-Plan plan_migration(const Partition& current, const std::vector<double>& speed, const UnitCosts& c,
+Plan plan_migration(const Partition& current, const std::vector<double>& speed, const ModelCosts& c,
                     const CommCostModel& comm, const PlannerOptions& o);
 
 }  // namespace flextp

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "core/error.h"
-
 namespace flextp {
 
 const char* action_name(Action a) {
@@ -16,24 +14,18 @@ const char* action_name(Action a) {
   return "?";
 }
 
-const UnitGroup& Observation::group(const std::string& name) const {
-  for (const UnitGroup& g : units)
-    if (g.name == name) return g;
-  FLEXTP_FAIL("the unit registry has no group '", name, "' of the partition");
-}
-
 Decision keep_at(const Observation& o, const std::vector<double>& speed) {
   Decision d;
   d.plan.target = o.partition;
-  d.plan.now_ms = d.plan.after_ms = predicted_step_ms(o.partition, speed, o.costs);
-  d.plan.ideal_ms = ideal_step_ms(o.partition, speed, o.costs);
+  d.plan.now_ms = d.plan.after_ms = predicted_step_ms(o.partition, speed, o.model);
+  d.plan.ideal_ms = ideal_step_ms(o.partition, speed, o.model);
   return d;
 }
 
 Decision resize_to(const Observation& o, const std::vector<double>& speed) {
   Decision d = keep_at(o, speed);
   d.action = Action::resize;
-  for (const UnitGroup& g : o.units)
+  for (const UnitGroup& g : o.model.groups)
     if (g.resizable) d.keep[g.name] = o.resizer.keep_count(o.partition.owners(g.name), speed, o.rank);
   return d;
 }

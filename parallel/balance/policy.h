@@ -32,8 +32,9 @@ struct Observation {
   std::vector<double> speeds;
   std::vector<double> fast_speeds;    // the last sample where it jumped (for decisions cheap to undo)
   const Partition& partition;         // who holds which unit now
-  const std::vector<UnitGroup>& units;  // the unit registry: each group's kind, layer, size, resizability
-  const UnitCosts& costs;             // work and bytes per unit
+  // The unit registry's groups (each one's kind, layer, size, resizability, what a unit costs)
+  // and the replicated work.
+  const ModelCosts& model;
   const CommCostModel& comm;          // what moving bytes costs
   const Resizer& resizer;             // the running importance of this rank's units, and how many resizing keeps
   int64_t since_move = 0;             // steps since the last migration (or since the start)
@@ -47,8 +48,6 @@ struct Observation {
   ReplicaView replicas;
 
   int ranks() const { return static_cast<int>(speeds.size()); }
-  // The registry's entry of the group a partition key names.
-  const UnitGroup& group(const std::string& name) const;
 };
 
 enum class Action { keep, resize, migrate, probe };

@@ -1,7 +1,6 @@
 #include "parallel/balance/slowdown.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/text_fields.h"
+#include "core/timer.h"
 
 namespace flextp {
 namespace {
@@ -123,10 +123,8 @@ Contention::Contention(const ContendSpec& spec, std::optional<int> gpu) {
                  " GPU(s) visible", cuda_compiled() ? "" : " (this flextp build has no CUDA backend)");
     cuda::spin(*gpu, 0);  // a failing launch is reported here, not in a thread
   }
-  auto start = std::chrono::steady_clock::now();
-  auto since_start_ms = [start] {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  };
+  const double start = now_ms();
+  auto since_start_ms = [start] { return now_ms() - start; };
   for (int i = 0; i < spec.threads; ++i)
     threads_.emplace_back([this, spec, gpu, since_start_ms] {
       volatile double x = 1.0;

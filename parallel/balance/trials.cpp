@@ -144,7 +144,7 @@ std::vector<double> corrected_speeds(const std::vector<double>& speed, const std
 }
 
 std::vector<double> learn_correction(const Partition& from, const Partition& to, const std::vector<double>& speed,
-                                     const UnitCosts& c, std::vector<double> correction, double measured_saving_ms) {
+                                     const ModelCosts& c, std::vector<double> correction, double measured_saving_ms) {
   const int n = from.ranks();
   FLEXTP_CHECK(static_cast<int>(speed.size()) == n && static_cast<int>(correction.size()) == n,
                "learn_correction: ", speed.size(), " speeds and ", correction.size(), " corrections for ", n, " ranks");

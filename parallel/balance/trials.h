@@ -131,7 +131,7 @@ class Trials {
 // divides rank r's measured speed and stays within [1/4, 4]. Pure: every rank computes the same
 // from the same table.
 std::vector<double> learn_correction(const Partition& from, const Partition& to, const std::vector<double>& speed,
-                                     const UnitCosts& c, std::vector<double> correction, double measured_saving_ms);
+                                     const ModelCosts& c, std::vector<double> correction, double measured_saving_ms);
 // speed[r] / correction[r].
 std::vector<double> corrected_speeds(const std::vector<double>& speed, const std::vector<double>& correction);
 

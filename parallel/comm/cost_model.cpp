@@ -1,18 +1,13 @@
 #include "parallel/comm/cost_model.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 
 #include "core/ops/shape_ops.h"
+#include "core/timer.h"
 
 namespace flextp {
 namespace {
-
-double now_ms() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
 
 template <typename F>
 double median_ms(Communicator& comm, int reps, F&& f) {

@@ -1,7 +1,6 @@
 #include "parallel/dp/gradient_sync.h"
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <set>
 
@@ -9,6 +8,7 @@
 #include "core/error.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/shape_ops.h"
+#include "core/timer.h"
 #include "parallel/dp/replica_agreement.h"
 #include "parallel/tp/unit_rows.h"
 
@@ -67,7 +67,7 @@ double GradientSync::same_on_every_replica(double value) {
 void GradientSync::sum(const std::vector<Parameter*>& params, const Partition& mine) {
   stats_ = {};
   if (grid_.dp == 1) return;
-  const auto began = std::chrono::steady_clock::now();
+  const double began = now_ms();
   NoGradGuard ng;
   // One small all-reduce over the world: whether a replica's partition changed, which gradients
   // exist anywhere, and how many replicas computed each unit (resizing skips some).
@@ -124,7 +124,7 @@ void GradientSync::sum(const std::vector<Parameter*>& params, const Partition& m
         p.extra_rows.push_back({offsets[k], rows});
     }
   }
-  stats_.sum_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
+  stats_.sum_ms = now_ms() - began;
 }
 
 std::vector<GradientSync::Bucket> GradientSync::plan(const std::vector<Parameter*>& params,
@@ -310,11 +310,9 @@ void GradientSync::all_reduce_agreeing(const std::vector<Parameter*>& params, co
   last_present_ = present;
 }
 
-void GradientSync::exchange_differing(const std::vector<Parameter*>& params, const std::vector<char>& present) {
-  if (partitions_.differing() == 0) return;
-  const int world = world_.size(), me = world_.rank();
-  // The units on which the replicas differ and that this rank holds, in the one order every rank
-  // walks (parameters in order, units by id): a sender packs, and a root reads, in that order.
+// The units on which the replicas differ and that this rank holds, in the one order every rank
+// walks (parameters in order, units by id): a sender packs, and a root reads, in that order.
+struct GradientSync::Exchange {
   struct Held {
     Tensor rows;  // this rank's gradient rows of the unit (a view)
     const std::string* group;
@@ -322,10 +320,21 @@ void GradientSync::exchange_differing(const std::vector<Parameter*>& params, con
     int root;  // the replica that sums it
   };
   std::vector<Held> held;
-  std::vector<std::vector<Tensor>> to_root(world);
-  std::vector<int64_t> from(world, 0), back_from(world, 0);
+  std::vector<std::vector<Tensor>> to_root;  // per world rank: the parts this rank sends it to sum
+  // Per world rank: the elements this rank receives from it, to sum (as a root's holder) and
+  // summed back (as another holder).
+  std::vector<int64_t> from, back_from;
   DType dtype = DType::F32;
   Device device = Device::cpu();
+};
+
+GradientSync::Exchange GradientSync::differing_units(const std::vector<Parameter*>& params,
+                                                     const std::vector<char>& present) {
+  const int world = world_.size(), me = world_.rank();
+  Exchange x;
+  x.to_root.resize(world);
+  x.from.assign(world, 0);
+  x.back_from.assign(world, 0);
   for (size_t i = 0; i < params.size(); ++i) {
     Parameter& p = *params[i];
     if (!present[i] || p.replicated()) continue;
@@ -336,41 +345,46 @@ void GradientSync::exchange_differing(const std::vector<Parameter*>& params, con
       if (partitions_.agree(group, u) || partitions_.holder(grid_.dp_rank, group, u) != me) continue;
       FLEXTP_CHECK(where[u] >= 0, "unit ", u, " of ", group, " is this rank's by its partition, but ", p.name,
                    " does not hold it");
-      FLEXTP_CHECK(held.empty() || p.grad().dtype() == dtype, "the data-parallel exchange of ", p.name,
+      FLEXTP_CHECK(x.held.empty() || p.grad().dtype() == x.dtype, "the data-parallel exchange of ", p.name,
                    ": gradients of mixed dtypes");
-      dtype = p.grad().dtype(), device = p.grad().device();
-      Held h{slice_rows(p.grad(), offsets[where[u]], p.rows_of_unit(u)), &group, u, partitions_.root(group, u)};
+      x.dtype = p.grad().dtype(), x.device = p.grad().device();
+      Exchange::Held h{slice_rows(p.grad(), offsets[where[u]], p.rows_of_unit(u)), &group, u,
+                       partitions_.root(group, u)};
       stats_.ring_bytes += ring_share(static_cast<int64_t>(h.rows.nbytes()), grid_.dp);
       const int64_t elems = p.rows_of_unit(u) * width;
       if (h.root != grid_.dp_rank) {
-        to_root[partitions_.holder(h.root, group, u)].push_back(h.rows);
-        back_from[partitions_.holder(h.root, group, u)] += elems;
+        x.to_root[partitions_.holder(h.root, group, u)].push_back(h.rows);
+        x.back_from[partitions_.holder(h.root, group, u)] += elems;
       } else {
         for (int d = 0; d < grid_.dp; ++d)
-          if (d != h.root) from[partitions_.holder(d, group, u)] += elems;
+          if (d != h.root) x.from[partitions_.holder(d, group, u)] += elems;
       }
-      held.push_back(h);
+      x.held.push_back(h);
     }
   }
-  auto transfer = [&](const std::vector<std::vector<Tensor>>& out, const std::vector<int64_t>& in) {
-    std::vector<Communicator::Transfer> sends, recvs;
-    for (int w = 0; w < world; ++w) {
-      if (!out[w].empty()) {
-        sends.push_back({w, concat_flat(out[w])});
-        stats_.bytes_sent += static_cast<int64_t>(sends.back().buffer.nbytes());
-      }
-      if (in[w] > 0) recvs.push_back({w, Tensor::empty({in[w]}, dtype, device)});
+  return x;
+}
+
+std::map<int, Tensor> GradientSync::send_and_receive(const Exchange& x, const std::vector<std::vector<Tensor>>& out,
+                                                     const std::vector<int64_t>& in) {
+  std::vector<Communicator::Transfer> sends, recvs;
+  for (int w = 0; w < world_.size(); ++w) {
+    if (!out[w].empty()) {
+      sends.push_back({w, concat_flat(out[w])});
+      stats_.bytes_sent += static_cast<int64_t>(sends.back().buffer.nbytes());
     }
-    run([&] { world_.send_recv(sends, recvs); });
-    std::map<int, Tensor> got;
-    for (const auto& r : recvs) got[r.peer] = r.buffer;
-    return got;
-  };
-  // Every holder sends its part to the root's holder, which adds the parts in replica order ...
-  std::map<int, Tensor> parts = transfer(to_root, from);
-  std::vector<int64_t> cursor(world, 0);
-  std::vector<std::vector<Tensor>> sums(world);
-  for (Held& h : held) {
+    if (in[w] > 0) recvs.push_back({w, Tensor::empty({in[w]}, x.dtype, x.device)});
+  }
+  run([&] { world_.send_recv(sends, recvs); });
+  std::map<int, Tensor> got;
+  for (const auto& r : recvs) got[r.peer] = r.buffer;
+  return got;
+}
+
+std::vector<std::vector<Tensor>> GradientSync::sum_at_roots(Exchange& x, const std::map<int, Tensor>& parts) {
+  std::vector<int64_t> cursor(world_.size(), 0);
+  std::vector<std::vector<Tensor>> sums(world_.size());
+  for (Exchange::Held& h : x.held) {
     if (h.root != grid_.dp_rank) continue;
     Tensor acc;
     for (int d = 0; d < grid_.dp; ++d) {
@@ -386,10 +400,18 @@ void GradientSync::exchange_differing(const std::vector<Parameter*>& params, con
     for (int d = 0; d < grid_.dp; ++d)
       if (d != grid_.dp_rank) sums[partitions_.holder(d, *h.group, h.unit)].push_back(h.rows);
   }
+  return sums;
+}
+
+void GradientSync::exchange_differing(const std::vector<Parameter*>& params, const std::vector<char>& present) {
+  if (partitions_.differing() == 0) return;
+  Exchange x = differing_units(params, present);
+  // Every holder sends its part to the root's holder, which adds the parts in replica order ...
+  std::vector<std::vector<Tensor>> sums = sum_at_roots(x, send_and_receive(x, x.to_root, x.from));
   // ... and sends the sum back to the other holders.
-  std::map<int, Tensor> summed = transfer(sums, back_from);
-  std::fill(cursor.begin(), cursor.end(), 0);
-  for (Held& h : held) {
+  std::map<int, Tensor> summed = send_and_receive(x, sums, x.back_from);
+  std::vector<int64_t> cursor(world_.size(), 0);
+  for (Exchange::Held& h : x.held) {
     if (h.root == grid_.dp_rank) continue;
     int w = partitions_.holder(h.root, *h.group, h.unit);
     h.rows.copy_from(view_as(slice_rows(summed.at(w), cursor[w], h.rows.numel()), h.rows.shape()));

@@ -154,6 +154,13 @@ class GradientSync {
   void run(const std::function<void()>& collective);
   void all_reduce_agreeing(const std::vector<Parameter*>& params, const std::vector<char>& present);
   void exchange_differing(const std::vector<Parameter*>& params, const std::vector<char>& present);
+  // exchange_differing's steps: what this rank holds of the differing units, one send_recv of
+  // packed rows per direction, and the roots' sums in replica order.
+  struct Exchange;
+  Exchange differing_units(const std::vector<Parameter*>& params, const std::vector<char>& present);
+  std::map<int, Tensor> send_and_receive(const Exchange& x, const std::vector<std::vector<Tensor>>& out,
+                                         const std::vector<int64_t>& in);
+  std::vector<std::vector<Tensor>> sum_at_roots(Exchange& x, const std::map<int, Tensor>& parts);
 };
 
 }  // namespace flextp

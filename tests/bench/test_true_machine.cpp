@@ -10,15 +10,15 @@ using namespace flextp;
 
 namespace {
 
-UnitGroup group(const char* name, int64_t units) { return {name, UnitKind::Mlp, 0, units, 0, true, {}}; }
+// A group of `units` units of `work` each (and one byte).
+UnitGroup group(const char* name, int64_t units, double work = 1.0) {
+  return {name, UnitKind::Mlp, 0, units, 0, true, {work, 1.0}};
+}
 
 // One group of `units` units of work 1, replicated work `replicated`, 1 work per ms at speed 1.
 TrueMachine one_group(int64_t units, double replicated) {
   TrueMachine m;
-  m.groups = {group("h.0.mlp", units)};
-  m.costs.work = {{"h.0.mlp", 1.0}};
-  m.costs.bytes = {{"h.0.mlp", 1.0}};
-  m.costs.replicated_work = replicated;
+  m.model = {{group("h.0.mlp", units)}, replicated};
   return m;
 }
 
@@ -40,7 +40,7 @@ TEST_CASE("the oracle search finds the best static split by hand, where the plan
   CHECK(true_step(m, units_run(best), speed).step_ms == doctest::Approx(7.0));
   // The planner splits in proportion to speed (4:2) and charges the replicated work at the
   // slowest speed; on this machine that split takes 8 ms.
-  const Partition planner = balanced_partition(Partition::even(m.groups, 2), speed, m.costs);
+  const Partition planner = balanced_partition(Partition::even(m.model.groups, 2), speed, m.model);
   CHECK(planner.units_of("h.0.mlp", 1).size() == 2);
   CHECK(true_step(m, units_run(planner), speed).step_ms == doctest::Approx(8.0));
   // In fractions: 2 + (6 - x) = 4 + 2 x at x = 4/3.
@@ -57,9 +57,8 @@ TEST_CASE("the oracle search finds the best static split by hand, where the plan
 
 TEST_CASE("the true machine meets after every group: a step is the sum of the groups' slowest ranks") {
   TrueMachine m;
-  m.groups = {group("a", 2), group("b", 2)};
-  m.costs.work = {{"a", 1.0}, {"b", 1.0}};
-  Partition p = Partition::even(m.groups, 2);
+  m.model.groups = {group("a", 2), group("b", 2)};
+  Partition p = Partition::even(m.model.groups, 2);
   p.set_owners("a", {0, 0});
   p.set_owners("b", {1, 1});
   // Each rank computes 2 ms, and waits 2 ms for the other in the group it does not hold.
@@ -73,9 +72,7 @@ TEST_CASE("the true machine meets after every group: a step is the sum of the gr
 TEST_CASE("no split of the --tp-weights grid beats the exact best split, on 4 ranks") {
   // Layers of 4 heads and 10 MLP blocks, replicated work, an overhead per unit, uneven speeds.
   TrueMachine m;
-  m.groups = {group("h.0.head", 4), group("h.0.mlp", 10), group("h.1.head", 4), group("h.1.mlp", 10)};
-  m.costs.work = {{"h.0.head", 3.0}, {"h.0.mlp", 1.0}, {"h.1.head", 3.0}, {"h.1.mlp", 1.0}};
-  m.costs.replicated_work = 6;
+  m.model = {{group("h.0.head", 4, 3.0), group("h.0.mlp", 10), group("h.1.head", 4, 3.0), group("h.1.mlp", 10)}, 6};
   m.unit_overhead_ms = 0.3;
   for (const std::vector<double>& speed : std::vector<std::vector<double>>{{1, 1, 1, 0.5}, {1, 1, 0.5, 0.5},
                                                                            {1.0 / 3, 0.5, 2.0 / 3, 1}}) {

@@ -185,7 +185,7 @@ TEST_CASE("a move the closed loop undoes restores every weight and Adam slot: th
   o.policy = "migrate";
   CommCostModel free;
   free.fits["p2p"] = {0.0, 0.0};
-  Balancer balancer(comm, unit_groups(c), start, gpt_unit_costs(c, 3, 7, 2), free, o);
+  Balancer balancer(comm, gpt_model_costs(c, {3, 7, 2}), start, free, o);
   const double base = balancer.work_of(0) / 10.0;  // work per ms that runs an even share in 10 ms
   std::string events;
   for (int s = 0; s < steps; ++s) {

@@ -39,7 +39,7 @@ struct CountedRun {
     const int n = counted.size();
     Partition even = Partition::even(unit_groups(c), n);
     model = std::make_unique<GPT>(c, LocalUnits::of_rank(c, even, counted.rank()), &clock);
-    balancer = std::make_unique<Balancer>(clock.untimed(), unit_groups(c), even, gpt_unit_costs(c, o.batch, o.seq_len, n),
+    balancer = std::make_unique<Balancer>(clock.untimed(), gpt_model_costs(c, {o.batch, o.seq_len, n}), even,
                                           CommCostModel{}, BalanceOptions{});
     trainer = std::make_unique<Trainer>(o, *model, opt, clock, *balancer, watchdog,
                                         BatchSampler(&tokens, o.batch, o.seq_len, 1337),

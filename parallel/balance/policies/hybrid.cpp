@@ -39,21 +39,11 @@ Action hybrid_choice(const HybridCosts& h) {
 }
 
 double resized_step_ms(const Observation& o, const std::vector<double>& speed) {
-  double total = 0, slowest = 1e300;
-  for (double x : speed) slowest = std::min(slowest, x);
-  const Partition& p = o.partition;
-  for (const auto& [group, owners] : p.groups()) {
-    double unit = o.costs.work.count(group) ? o.costs.work.at(group) : 0.0, worst = 0;
-    const bool resizable = o.group(group).resizable;
-    for (int r = 0; r < p.ranks(); ++r) {
-      double n = 0;
-      for (int owner : owners) n += owner == r;
-      if (resizable) n = std::min<double>(n, o.resizer.keep_count(owners, speed, r));
-      worst = std::max(worst, n * unit / speed[r]);
-    }
-    total += worst;
-  }
-  return total + o.costs.replicated_work / slowest;
+  return predicted_step_ms(o.partition, speed, o.model,
+                           [&](const std::string& group, const std::vector<int>& owners, int r, double held) {
+                             if (!o.model.group(group).resizable) return held;
+                             return std::min<double>(held, o.resizer.keep_count(owners, speed, r));
+                           });
 }
 
 namespace {
@@ -90,7 +80,7 @@ class HybridPolicy : public BalancePolicy {
     const std::vector<double>& speed = o.fast_speeds;
     Decision keep = keep_at(o, speed);
     double keep_ms = keep.plan.now_ms;
-    double balanced_ms = predicted_step_ms(balanced_partition(o.partition, speed, o.costs), speed, o.costs);
+    double balanced_ms = predicted_step_ms(balanced_partition(o.partition, speed, o.model), speed, o.model);
     double resize_ms = resized_step_ms(o, speed);
     bool imbalanced = keep_ms > balanced_ms * (1 + planner_.min_gain) || resize_ms < keep_ms * (1 - planner_.min_gain);
     slow_age_ = imbalanced ? slow_age_ + 1 : 0;
@@ -100,7 +90,7 @@ class HybridPolicy : public BalancePolicy {
     // speeds, and only if it makes the step min_gain faster. On the last step's speeds, or for
     // any gain, a rank in time slices looks slow one step and fast the next, and the hybrid moved
     // units back and forth (25 and 33 moves in 150 contended steps).
-    Plan mig = plan_migration(o.partition, o.speeds, o.costs, o.comm, {static_cast<int64_t>(steps), planner_.min_gain});
+    Plan mig = plan_migration(o.partition, o.speeds, o.model, o.comm, {static_cast<int64_t>(steps), planner_.min_gain});
     HybridCosts h;
     h.keep_ms = keep_ms;
     h.resize_ms = resize_ms;

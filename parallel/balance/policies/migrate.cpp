@@ -13,7 +13,7 @@ class MigratePolicy : public BalancePolicy {
 
   Decision decide(const Observation& o) override {
     if (o.since_move < settle_steps_) return keep_at(o, o.speeds);
-    Plan plan = plan_migration(o.partition, o.speeds, o.costs, o.comm, planner_);
+    Plan plan = plan_migration(o.partition, o.speeds, o.model, o.comm, planner_);
     if (!plan.migrate) {
       Decision keep;
       keep.plan = plan;  // its target is the current partition

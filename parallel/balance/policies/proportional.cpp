@@ -16,7 +16,7 @@ class ProportionalPolicy : public BalancePolicy {
     done_ = true;
     // The planner's target is the proportional split (reached with the fewest moves); a long
     // horizon and no least gain make it move whenever the split makes the step faster at all.
-    Plan plan = plan_migration(o.partition, o.speeds, o.costs, o.comm, {kOnceForTheRun, 0.0});
+    Plan plan = plan_migration(o.partition, o.speeds, o.model, o.comm, {kOnceForTheRun, 0.0});
     if (!plan.migrate) return keep_at(o, o.speeds);  // balanced already
     return migrate_by(plan);
   }
