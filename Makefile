@@ -20,9 +20,10 @@ endif
 # The main job: the default byte-level GPT on the default corpus (Debian's fortunes), on two
 # tensor-parallel ranks (one per core) balanced by the hybrid policy at its default lambda:
 # a short slowdown is absorbed by priority resizing, a lasting one by migration (bench/tradeoff).
+# scripts/launch: mpirun as root and on few cores (--oversubscribe, shared memory, one OpenMP
+# thread per rank on 2 cores). TRAIN_STEPS, when given, overrides the steps (600).
 TRAIN_RANKS ?= 2
-MPIRUN ?= mpirun --oversubscribe --allow-run-as-root --bind-to none --mca btl self,vader \
-          --mca btl_vader_single_copy_mechanism none -x OMP_NUM_THREADS=1
+TRAIN_STEPS ?=
 TRAIN_ARGS ?= --balance hybrid --save runs/default/model.safetensors \
               --metrics runs/default/metrics.jsonl --sample 400
 
@@ -47,7 +48,7 @@ test-wallclock: build
 train: build
 	@mkdir -p runs/default
 	@rm -f runs/default/metrics.jsonl
-	$(MPIRUN) -np $(TRAIN_RANKS) ./$(BUILD_DIR)/train $(TRAIN_ARGS)
+	scripts/launch -n $(TRAIN_RANKS) -- ./$(BUILD_DIR)/train $(TRAIN_ARGS) $(if $(TRAIN_STEPS),--steps $(TRAIN_STEPS))
 
 # Fuzzing: libFuzzer targets under clang with ASan/UBSan, FUZZ_SECONDS each (scripts/fuzz.sh).
 FUZZ_SECONDS ?= 60
