@@ -2,6 +2,7 @@
 
 #include "core/denormals.h"
 #include "parallel/tp/unit_rows.h"
+#include "train/initial_partition.h"
 #include "nn/mfu.h"
 
 namespace flextp {
@@ -30,6 +31,7 @@ void print_run_header(TrainLog& log, const TrainOptions& o, GPT& model, const Co
   else if (group.size() > 1)
     log.say("tensor parallel: %d ranks over %s; units per rank: %s\n", group.size(), group.backend(),
             partition.str().c_str());
+  if (group.size() > 1) log.say("%s", unowned_kinds_note(model.config(), partition).c_str());
   if (grid.dp == 1 && groups.micro_windows < groups.share)
     log.say("micro-batches: %lld windows each, %lld per step\n", (long long)groups.micro_windows,
             (long long)groups.share);
