@@ -311,8 +311,8 @@ TEST_CASE("more tensor ranks than heads: the ranks without a head are named, wit
   CHECK(note.find("MLP block") == std::string::npos);  // 8 blocks of 16 over 8 ranks: one each
   // End to end: one head over two ranks; the run goes on (rank 1 computes its MLP and vocabulary units).
   test::TempDir dir("fewheads");
-  Run r = test::run_train_on(2, 2, std::string(test::kTiny) + " --n-head 1 --data " + test::corpus(dir) +
-                                       " --steps 1 --no-save");
+  Run r = test::run_train_on(2, 2, "--n-layer 1 --n-head 1 --n-embd 16 --mlp-unit 16 --seq-len 16 --batch 2 --data " +
+                                       test::corpus(dir) + " --steps 1 --no-save");
   CHECK_MESSAGE(r.status == 0, r.output);
   CHECK_MESSAGE(r.output.find("note: rank 1 of 2 owns no attention head") != std::string::npos, r.output);
 }
