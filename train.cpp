@@ -126,6 +126,8 @@ int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device,
   TrainState loaded;
   if (!ck.load.empty()) loaded = load_checkpoint(ck.load, model, o.output.eval_only ? nullptr : opt.get());
   if (!ck.init_from_hf.empty()) with_flag("--init-from-hf", [&] { import_hf(ck.init_from_hf, model); });
+  // --steps 0 with --load trains nothing from the checkpoint: for its export or a sample.
+  if (o.optimization.steps == 0 && !ck.load.empty()) o.optimization.steps = loaded.step;
   const int64_t start = loaded.step, steps = o.optimization.steps;
   // Before the first collective that depends on them.
   check_ranks_agree(world, input_fingerprints(o, app, *tok, c, corpus, loaded));
