@@ -20,6 +20,7 @@
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/comm/nccl_communicator.h"
 #include "parallel/comm/rank_agreement.h"
+#include "parallel/comm/rank_threads.h"
 #include "train/balancer_setup.h"
 #include "train/corpus.h"
 #include "train/emulated_slowness.h"
@@ -100,6 +101,7 @@ int train_loop(const TrainOptions& o, Trainer& trainer, Validation& validation, 
 
 // Setting up (data, model, optimizer, checkpoint, balancer), then the loop.
 int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device, const SplitWorld& split) {
+  const RankThreads threads = set_rank_threads();  // before OpenMP's threads start
   flush_denormals();  // on this thread and OpenMP's (core/denormals.h)
   const bool lead = world.rank() == 0;  // rank 0 alone prints and writes files
   const std::string where_saved = prepare_output_paths(o, lead);  // before anything else, not at the end
@@ -124,6 +126,8 @@ int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device,
   TrainState loaded;
   if (!ck.load.empty()) loaded = load_checkpoint(ck.load, model, o.output.eval_only ? nullptr : opt.get());
   if (!ck.init_from_hf.empty()) with_flag("--init-from-hf", [&] { import_hf(ck.init_from_hf, model); });
+  // --steps 0 with --load trains nothing from the checkpoint: for its export or a sample.
+  if (o.optimization.steps == 0 && !ck.load.empty()) o.optimization.steps = loaded.step;
   const int64_t start = loaded.step, steps = o.optimization.steps;
   // Before the first collective that depends on them.
   check_ranks_agree(world, input_fingerprints(o, app, *tok, c, corpus, loaded));
@@ -141,7 +145,7 @@ int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device,
   Validation validation(model, corpus.val, o, groups.micro_windows);
   TrainLog log(lead, o.output, steps, o.data.batch * o.data.seq_len, device.is_cuda());
   log.say("%s", where_saved.c_str());
-  print_run_header(log, o, model, corpus, device, groups, step_clock, world.rank(), partition);
+  print_run_header(log, o, model, corpus, device, threads, groups, step_clock, world.rank(), partition);
   std::unique_ptr<Balancer> balancer = make_balancer(step_clock, groups, o, c, partition, device,
                                                      static_cast<int>(opt->slot_names().size()), log);
   Watchdog watchdog(world.size() > 1 ? o.parallel.rank_timeout : 0, world.rank());

@@ -55,6 +55,10 @@ void read_one_shard(const std::string& path, std::vector<int32_t>& out) {
 }  // namespace
 
 std::string read_text_file(const std::string& path) {
+  std::error_code ec;
+  // A directory opens as a stream that reads nothing: it would pass for an empty text.
+  FLEXTP_CHECK(!std::filesystem::is_directory(path, ec), path, " is a directory, not a data file: give a text file, ",
+               "a token shard, or shards by a quoted glob (e.g. '", path, "/train_*.bin')");
   std::ifstream in(path, std::ios::binary);
   FLEXTP_CHECK(in, "cannot open data file ", path, ": ", std::strerror(errno));
   std::ostringstream s;

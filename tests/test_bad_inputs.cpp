@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <set>
 
@@ -17,6 +18,8 @@
 #include "tests/temp_dir.h"
 #include "core/parse_flags.h"
 #include "train/flags.h"
+#include "train/initial_partition.h"
+#include "nn/units.h"
 
 using namespace flextp;
 using test::Run;
@@ -267,4 +270,49 @@ TEST_CASE("a data file is a shard by its magic and text only when it is UTF-8") 
   fails_with(run_train("--data " + test::corpus(dir) + " --val-data " + latin1), latin1 + ": byte 0xe9");
   fails_with(test::run_command(std::string(FLEXTP_TOKENIZE_BINARY) + " --out " + dir.file("o") + " --input " + latin1),
              latin1 + ": byte 0xe9", "flextp-tokenize");
+}
+
+TEST_CASE("a directory as --data is refused, naming it and the glob that reads its shards") {
+  test::TempDir dir("datadir");
+  // Before, it read as an empty text: "0 tokens", and no word of why.
+  ByteTokenizer tok;
+  CHECK_THROWS_WITH_AS(load_tokens(dir.path.string(), tok), doctest::Contains("is a directory, not a data file"), Error);
+  fails_with(run_train("--data " + dir.path.string()), dir.path.string() + " is a directory, not a data file");
+  fails_with(run_train("--data " + test::corpus(dir) + " --val-data " + dir.path.string()),
+             "'" + dir.path.string() + "/train_*.bin'");
+  fails_with(test::run_command(std::string(FLEXTP_TOKENIZE_BINARY) + " --out " + dir.file("o") + " --input " +
+                               dir.path.string()),
+             "is a directory, not a data file", "flextp-tokenize");
+}
+
+TEST_CASE("an empty input to flextp-tokenize fails, naming it, and writes no shard") {
+  test::TempDir dir("emptyinput");
+  const std::string empty = dir.write("empty.txt", "");
+  const std::string tokenize = std::string(FLEXTP_TOKENIZE_BINARY) + " --out " + dir.file("o");
+  fails_with(test::run_command(tokenize + " --input " + empty), "no text to tokenize: --input " + empty + " is empty",
+             "flextp-tokenize");
+  CHECK(!std::filesystem::exists(dir.file("o")));
+  fails_with(test::run_command(tokenize + " --input " + empty + " --input " + empty), "every --input is empty",
+             "flextp-tokenize");
+  // One empty input beside text is harmless.
+  Run some = test::run_command(tokenize + " --input " + empty + " --input " + test::corpus(dir));
+  CHECK_MESSAGE(some.status == 0, some.output);
+}
+
+TEST_CASE("more tensor ranks than heads: the ranks without a head are named, with what gives each rank some") {
+  GPTConfig c;
+  c.n_layer = 2, c.n_head = 4, c.n_embd = 32, c.vocab_size = 256, c.n_positions = 16, c.mlp_unit = 16;
+  CHECK(unowned_kinds_note(c, Partition::even(unit_groups(c), 4)).empty());
+  const std::string note = unowned_kinds_note(c, Partition::even(unit_groups(c), 8));
+  CHECK_MESSAGE(note.find("note: ranks 4-7 of 8 own no attention head (4 per layer over 8 tensor ranks)") !=
+                    std::string::npos,
+                note);
+  CHECK_MESSAGE(note.find("--n-head 8 (or a multiple), or at most 4 tensor ranks (--tp)") != std::string::npos, note);
+  CHECK(note.find("MLP block") == std::string::npos);  // 8 blocks of 16 over 8 ranks: one each
+  // End to end: one head over two ranks; the run goes on (rank 1 computes its MLP and vocabulary units).
+  test::TempDir dir("fewheads");
+  Run r = test::run_train_on(2, 2, "--n-layer 1 --n-head 1 --n-embd 16 --mlp-unit 16 --seq-len 16 --batch 2 --data " +
+                                       test::corpus(dir) + " --steps 1 --no-save");
+  CHECK_MESSAGE(r.status == 0, r.output);
+  CHECK_MESSAGE(r.output.find("note: rank 1 of 2 owns no attention head") != std::string::npos, r.output);
 }

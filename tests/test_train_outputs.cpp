@@ -48,6 +48,10 @@ TEST_CASE("flags that could not take effect are refused before training") {
   Run same = run_train(base + " --steps 4 --load " + m);
   CHECK_MESSAGE(same.status == 0, same.output);
   CHECK(has(same, "resumed " + m + " at step 4 with its seed 1337: nothing to train (--steps is its step)"));
+  // --steps 0 with --load trains nothing from the checkpoint: its export (docs/files.md).
+  Run exported = run_train(base + " --steps 0 --load " + m + " --export-hf " + dir.file("hf0"));
+  CHECK_MESSAGE(exported.status == 0, exported.output);
+  CHECK(exists(dir.file("hf0") + "/model.safetensors"));
 }
 
 TEST_CASE("the save and export paths are checked before the first step") {

@@ -82,6 +82,8 @@ int main(int argc, char** argv) {
       check_text(path, text);
       add(text);
     }
+    FLEXTP_CHECK(bytes > 0, "no text to tokenize: ", inputs.size() == 1 ? "--input " + inputs.front() + " is empty"
+                                                                        : "every --input is empty");
     std::vector<int32_t> train, val;
     split_tokens(all, val_fraction, train, val);
     std::error_code ec;

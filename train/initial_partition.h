@@ -10,4 +10,9 @@ namespace flextp {
 
 Partition initial_partition(const ParallelOptions& o, const GPTConfig& c, const Grid& grid);
 
+// A line for the log when some rank owns no unit of a kind (more tensor ranks than a layer's
+// heads, say): which ranks, and what gives every rank some. Empty when every rank owns some of
+// every kind. Such a rank still runs (it waits for the others' share of that kind).
+std::string unowned_kinds_note(const GPTConfig& c, const Partition& p);
+
 }  // namespace flextp

@@ -2,20 +2,24 @@
 
 #include "core/denormals.h"
 #include "parallel/tp/unit_rows.h"
+#include "train/initial_partition.h"
 #include "nn/mfu.h"
 
 namespace flextp {
 
 void print_run_header(TrainLog& log, const TrainOptions& o, GPT& model, const Corpus& corpus, Device device,
+                      const RankThreads& threads,
                       const ProcessGroups& groups, const Communicator& group, int world_rank, const Partition& partition) {
   const int64_t parameters = model_parameters(model);
-  log.say("flextp: %s, %lld parameters, %lld train / %lld val tokens, batch %lld x %lld, on %s%s\n",
+  log.say("flextp: %s, %lld parameters, %lld train / %lld val tokens, batch %lld x %lld, on %s%s, %d OpenMP thread%s "
+          "per rank (%s)\n",
           model.config().str().c_str(), (long long)parameters, (long long)corpus.train.size(),
           (long long)corpus.val.size(), (long long)o.data.batch, (long long)o.data.seq_len, device.str().c_str(),
           !device.is_cuda()  ? (denormals_flushed() ? " (denormals flushed to zero)" : "")
           : o.parallel.bf16 ? " (bf16 matmuls)"
           : o.parallel.tf32 ? " (TF32 matmuls)"
-                            : "");
+                            : "",
+          threads.threads, threads.threads == 1 ? "" : "s", threads.why.c_str());
   log.say("unigram entropy of the training tokens: %.4f nats (a context-free model's loss)\n",
           unigram_entropy(corpus.train));
   const Grid& grid = groups.grid;
@@ -27,6 +31,7 @@ void print_run_header(TrainLog& log, const TrainOptions& o, GPT& model, const Co
   else if (group.size() > 1)
     log.say("tensor parallel: %d ranks over %s; units per rank: %s\n", group.size(), group.backend(),
             partition.str().c_str());
+  if (group.size() > 1) log.say("%s", unowned_kinds_note(model.config(), partition).c_str());
   if (grid.dp == 1 && groups.micro_windows < groups.share)
     log.say("micro-batches: %lld windows each, %lld per step\n", (long long)groups.micro_windows,
             (long long)groups.share);

@@ -225,4 +225,14 @@ std::unique_ptr<Communicator> make_mpi_communicator(int color) {
   return std::make_unique<MpiCommunicator>(color);
 }
 
+int mpi_ranks_on_this_node() {
+  FLEXTP_CHECK(MpiRuntime::active(), "mpi_ranks_on_this_node: MPI is not initialised");
+  MPI_Comm node;
+  FLEXTP_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int size = 1;
+  MPI_Comm_size(node, &size);
+  MPI_Comm_free(&node);
+  return size;
+}
+
 }  // namespace flextp

@@ -28,4 +28,8 @@ std::unique_ptr<Communicator> make_mpi_communicator();
 // e.g. a smaller tensor-parallel group inside one run. Every world rank must call it.
 std::unique_ptr<Communicator> make_mpi_communicator(int color);
 
+// The ranks of MPI_COMM_WORLD on this machine (MPI's shared-memory split; a collective). 1 in a
+// build without MPI.
+int mpi_ranks_on_this_node();
+
 }  // namespace flextp

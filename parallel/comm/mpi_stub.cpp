@@ -26,5 +26,6 @@ bool MpiRuntime::active() { return false; }
 
 std::unique_ptr<Communicator> make_mpi_communicator() { FLEXTP_FAIL(kNoMpi); }
 std::unique_ptr<Communicator> make_mpi_communicator(int) { FLEXTP_FAIL(kNoMpi); }
+int mpi_ranks_on_this_node() { return 1; }
 
 }  // namespace flextp
