@@ -276,7 +276,10 @@ def main():
     ran = any(r.startswith("RAN") for r in report)
     status = 0
     if ran:
-        status = subprocess.run(["bash", "-c", script], cwd=where).returncode
+        # A user types these commands in a plain shell: under `make test SANITIZE=...` the make
+        # variables would reach the block's own `make` and point it at another build directory.
+        env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+        status = subprocess.run(["bash", "-c", script], cwd=where, env=env).returncode
     print("\n".join(report))
     if status != 0:
         print("FAILED: a command of %s, block %d (line %d) exited with %d; its files stay in %s" % (
