@@ -1,8 +1,8 @@
 // bench/priority: does the priority of priority resizing matter? Trains the default model (or
 // loads a checkpoint), scores every attention head and MLP block with each priority (taylor,
 // norm, random), then skips the same number of units in every layer under each priority and
-// measures the validation loss, with zero and with stale imputation. Equal skipped units, so the
-// only difference between rows is which units go.
+// measures the validation loss. Equal skipped units, so the only difference between rows is which
+// units go.
 //
 //   bench_priority [--steps 300] [--load CHECKPOINT] [--fractions 0.125,0.25,0.5] [--windows 64]
 #include <CLI/CLI.hpp>
@@ -127,25 +127,21 @@ int main(int argc, char** argv) {
     std::printf("flextp bench/priority: %s, %s; validation loss with every unit: %.4f (%lld windows)\n",
                 c.str().c_str(), load.empty() ? ("trained " + std::to_string(steps) + " steps").c_str() : load.c_str(),
                 full, (long long)windows);
-    std::printf("%-10s %-8s %9s %9s %9s %8s\n", "skipped", "impute", "taylor", "norm", "random", "taylor-random");
+    std::printf("%-10s %9s %9s %9s %8s\n", "skipped", "taylor", "norm", "random", "taylor-random");
     std::vector<std::string> priorities{"taylor", "norm", "random"};
-    for (Impute impute : {Impute::Zero, Impute::Stale}) {
-      model.set_imputation(impute);
-      std::vector<Resizer> scores;
-      for (const std::string& p : priorities) scores.push_back(score(model, sampler, p, 1000000, score_batches));
-      for (double f : fractions) {
-        double loss[3];
-        int64_t skipped = 0;
-        for (int i = 0; i < 3; ++i) {
-          skipped = skip(model, c, scores[i], f);
-          loss[i] = val_loss(model, val, seq, windows);
-          restore(model, c);
-        }
-        char what[32];
-        std::snprintf(what, sizeof what, "%lld (%.0f%%)", (long long)skipped, 100 * f);
-        std::printf("%-10s %-8s %9.4f %9.4f %9.4f %+8.4f\n", what, impute == Impute::Zero ? "zero" : "stale", loss[0],
-                    loss[1], loss[2], loss[0] - loss[2]);
+    std::vector<Resizer> scores;
+    for (const std::string& p : priorities) scores.push_back(score(model, sampler, p, 1000000, score_batches));
+    for (double f : fractions) {
+      double loss[3];
+      int64_t skipped = 0;
+      for (int i = 0; i < 3; ++i) {
+        skipped = skip(model, c, scores[i], f);
+        loss[i] = val_loss(model, val, seq, windows);
+        restore(model, c);
       }
+      char what[32];
+      std::snprintf(what, sizeof what, "%lld (%.0f%%)", (long long)skipped, 100 * f);
+      std::printf("%-10s %9.4f %9.4f %9.4f %+8.4f\n", what, loss[0], loss[1], loss[2], loss[0] - loss[2]);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_priority: %s\n", e.what());

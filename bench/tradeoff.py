@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """bench/tradeoff: the accuracy/speed trade-off of the balancing policies. On 2 ranks with rank 1
 slowed 2x from step 20 (and on a trace with a transient and a persistent slowdown), trains the
-default model for a fixed number of steps with: no straggler; even split; migrate; resize (zero
-and stale imputation, each priority); hybrid at several lambda. Prints wall time, median step
+default model for a fixed number of steps with: no straggler; even split; migrate; resize (each
+priority); hybrid at several lambda. Prints wall time, median step
 time, final validation loss and its gap to the no-straggler run, the validation loss every run
 reaches within the same wall-time budget, and which lambda is best at equal wall time; plots
 validation loss against wall time (docs/tradeoff.png). Beside the emulated straggler, the main
@@ -92,11 +92,8 @@ def main():
     slow = ["--straggler", "1:2:20"]
     runs = [("no straggler", []), ("even split", slow + ["--balance", "none"]),
             ("migrate", slow + ["--balance", "migrate"])]
-    for impute in ["zero", "stale"]:
-        for prio in ["taylor", "norm", "random"]:
-            if impute == "stale" and prio != "taylor":
-                continue
-            runs.append((f"resize {impute} {prio}", slow + ["--balance", "resize", "--impute", impute, "--priority", prio]))
+    for prio in ["taylor", "norm", "random"]:
+        runs.append((f"resize {prio}", slow + ["--balance", "resize", "--priority", prio]))
     lambda_runs = [(f"hybrid lambda {lam}", slow + ["--balance", "hybrid", "--lambda", lam]) for lam in a.lambdas.split(",")]
     trace = os.path.join(work, "trace.csv")
     with open(trace, "w") as f:  # a 6-step blip at 20, then a lasting slowdown from 70
@@ -132,8 +129,8 @@ def main():
     resizes = {n: r for n, r in results.items() if n.startswith("resize")}
     print("equal skipped units, different priorities: " +
           ", ".join(f"{n.split(' ', 1)[1]} {r['skipped_unit_steps']:.0f} unit-steps -> {r['val']:.4f}" for n, r in resizes.items()))
-    for line in phases(results["resize zero taylor"]["plans"], [("2x from 21", 21, 25)]):
-        print("resize zero taylor: " + line)
+    for line in phases(results["resize taylor"]["plans"], [("2x from 21", 21, 25)]):
+        print("resize taylor: " + line)
     for name in ["trace: hybrid", "trace: hybrid lambda 300", "trace: resize", "trace: migrate"]:
         for line in phases(results[name]["plans"], [("blip", 21, 32), ("lasting", 71, a.steps)]):
             print(f"{name}: {line}")

@@ -1,9 +1,9 @@
 #pragma once
 // A trainable parameter: its value (whose .grad() is the gradient), state slots of the same shape
-// (the optimizer's: Adam's m and v, SGD's momentum; a layer's per-unit statistics: stale
-// imputation's means), and how its rows split into tensor-parallel units. Everything a unit needs
-// in order to move to another rank is here, so optim/ and parallel/ work on parameters without
-// knowing the layers: migration, resizing's reordering and checkpoints carry every slot.
+// (the optimizer's: Adam's m and v, SGD's momentum), and how its rows split into tensor-parallel
+// units. Everything a unit needs in order to move to another rank is here, so optim/ and parallel/
+// work on parameters without knowing the layers: migration, resizing's reordering and checkpoints
+// carry every slot.
 #include <map>
 #include <memory>
 #include <string>
@@ -14,11 +14,6 @@
 #include "core/unit_layout.h"
 
 namespace flextp {
-
-// The slot of a row-split layer's weight that holds stale imputation's running means (nn/linear.h).
-// They are statistics of the data this replica saw: unlike the optimizer's slots, data-parallel
-// replicas need not agree on them.
-inline constexpr const char* kStaleMeanSlot = "stale_mean";
 
 struct Parameter {
   std::string name;  // logical name, the same on every rank (Hugging Face GPT-2 names)

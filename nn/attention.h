@@ -21,9 +21,6 @@ class CausalSelfAttention : public Module {
   const std::vector<int64_t>& heads() const { return c_attn.weight.units; }
   // Heads in use: all but the ones priority resizing skips (the last of the local order).
   int64_t active_heads() const;
-  // The layer that fills in for skipped heads (row split, sums the heads' contributions).
-  Linear& row_split_layer() const { return c_proj; }
-
   Linear& c_attn;  // weight [U*3D, C], bias [U*3D]
   Linear& c_proj;  // weight [U*D, C], bias [C]
 };

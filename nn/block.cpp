@@ -18,10 +18,6 @@ Block::Block(int64_t layer, const GPTConfig& c, const UnitRegistry& units, std::
       attn_stream_(rng::stream_id((prefix() + ".attn").c_str())),
       mlp_stream_(rng::stream_id((prefix() + ".mlp").c_str())) {}
 
-std::vector<Linear*> Block::row_split_layers() const {
-  return {&attn.row_split_layer(), &mlp.row_split_layer()};
-}
-
 Tensor Block::forward(const Tensor& x, double p, uint64_t seed, uint64_t first) const {
   // The residual stream is replicated, so its dropout masks are the same on every rank.
   Tensor h;  // [B, T, C]: x + the attention's output, and ln_2 of it, in one pass

@@ -17,9 +17,6 @@ class Block : public Module {
   // `dropout_first`: x's first element in the step's batch (core/ops/dropout.h).
   Tensor forward(const Tensor& x, double dropout, uint64_t dropout_seed, uint64_t dropout_first = 0) const;
 
-  // The row-split layers, which fill in for the units priority resizing skips.
-  std::vector<Linear*> row_split_layers() const;
-
   LayerNorm& ln_1;
   CausalSelfAttention& attn;
   LayerNorm& ln_2;

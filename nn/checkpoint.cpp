@@ -116,16 +116,6 @@ uint64_t meta_seed(const SafetensorsFile& f, const std::string& path) {
   FLEXTP_FAIL(path, ": metadata 'seed' = '", it->second, "' is not an unsigned integer");
 }
 
-// The slots a parameter's state carries: the optimizer's (zeros where it has none yet) and stale
-// imputation's running means where it has them (where `file` holds them, when reading one).
-std::vector<std::string> saved_slots(const Parameter& p, const Optimizer& optimizer,
-                                     const SafetensorsFile* file = nullptr) {
-  std::vector<std::string> names = optimizer.slot_names();
-  if (file ? file->tensors.count(p.name + "." + kStaleMeanSlot) > 0 : p.state.count(kStaleMeanSlot) > 0)
-    names.push_back(kStaleMeanSlot);
-  return names;
-}
-
 std::string state_path(const std::string& path) { return path + ".state"; }
 std::string next_state_path(const std::string& path) { return path + ".state.next"; }
 
@@ -269,7 +259,7 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
     Tensor logical = gather_logical(*p, p->value, comm);
     if (writer) weights.push_back({p->name, to_hf_layout(*p, drop_padding(*p, model, logical), c)});
     if (!optimizer) continue;
-    for (const std::string& s : saved_slots(*p, *optimizer)) {
+    for (const std::string& s : optimizer->slot_names()) {
       auto it = p->state.find(s);
       Tensor local = it != p->state.end() ? it->second
                                           : Tensor::zeros(p->value.shape(), p->value.dtype());
@@ -439,11 +429,8 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
     FLEXTP_CHECK(s.metadata["optimizer"] == optimizer->name(), sp, " holds ", s.metadata["optimizer"],
                  " state, but the run uses ", optimizer->name());
     std::map<std::string, Shape> slots;
-    for (Parameter* p : params) {
+    for (Parameter* p : params)
       for (const std::string& slot : optimizer->slot_names()) slots[p->name + "." + slot] = expected[p->name];
-      const std::string means = p->name + "." + kStaleMeanSlot;
-      if (s.tensors.count(means)) slots[means] = expected[p->name];
-    }
     check_tensors(s, sp, slots, c.dtype);
     for (const auto& [name, t] : s.tensors) check_finite(t, sp, name);
     optimizer->set_steps_taken(meta_int(s, sp, "optimizer_steps"));
@@ -457,8 +444,7 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
   copy_weights(f, model);
   for (Parameter* p : params) {
     if (!optimizer) continue;
-    p->state.erase(kStaleMeanSlot);  // a state without means has none yet: training rebuilds them
-    for (const std::string& slot : saved_slots(*p, *optimizer, &s)) {
+    for (const std::string& slot : optimizer->slot_names()) {
       Tensor ls = restore_padding(*p, model, from_hf_layout(*p, s.tensors.at(p->name + "." + slot), c));
       p->state[slot] = local_rows(*p, ls).to(p->value.device());
     }

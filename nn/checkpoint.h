@@ -4,8 +4,7 @@
 //               [in, out]; a SwiGLU MLP's c_gate and c_up are stored as c_fc is), whole and in
 //               logical unit order whatever the partition; the model config in __metadata__.
 //   PATH.state  safetensors state slots ("<name>.<slot>", same layout as the weights): the
-//               optimizer's, and stale imputation's running means ("<name>.stale_mean", where a
-//               run has them), with the step, optimizer, seed and data position in __metadata__.
+//               optimizer's, with the step, optimizer, seed and data position in __metadata__.
 // With a run id, both files carry the run's and the save's ids, and the loader takes only the
 // state of the weights' save (another run's state of the same step is refused, naming both).
 // The state is written first (as PATH.state.next), then the weights, each through a temporary

@@ -16,7 +16,6 @@ class GeluMlp : public Mlp {
   static UnitGroup unit_group(const GPTConfig& c, int64_t layer, const StepShape& s);
   Tensor forward(const Tensor& x) const override;  // [B, T, C] -> [B, T, C]
   const std::vector<int64_t>& blocks() const { return c_fc.weight.units; }
-  Linear& row_split_layer() const override { return c_proj; }
 
   Linear& c_fc;    // weight [U*M, C], bias [U*M]
   Linear& c_proj;  // weight [U*M, C], bias [C]

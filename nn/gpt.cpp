@@ -74,17 +74,6 @@ UnitGroup GPT::vocab_unit_group(const GPTConfig& c, const StepShape& s) {
   return {"vocab", UnitKind::Vocab, -1, c.n_vocab_units(), c.vocab_unit, false, {work, bytes}};
 }
 
-std::vector<Linear*> GPT::row_split_layers() const {
-  std::vector<Linear*> out;
-  for (Block* b : blocks_)
-    for (Linear* l : b->row_split_layers()) out.push_back(l);
-  return out;
-}
-
-void GPT::set_imputation(Impute m) {
-  for (Linear* l : row_split_layers()) l->set_impute(m);
-}
-
 VocabLayout GPT::vocab_layout() const {
   return VocabLayout(wte.units, config_.vocab_unit, config_.vocab_size, config_.padded_vocab());
 }

@@ -37,10 +37,6 @@ class GPT : public Module {
   // cut into micro-steps and shared among replicas.
   void set_training(bool training) { training_ = training; }
   void set_step(uint64_t step, uint64_t first_window = 0) { step_ = step, first_window_ = first_window; }
-  // How the row-split layers fill in for units that priority resizing skips.
-  void set_imputation(Impute m);
-  // The row-split layers (attention and MLP output projections), which impute skipped units.
-  std::vector<Linear*> row_split_layers() const;
   const GPTConfig& config() const { return config_; }
   const std::vector<Block*>& blocks() const { return blocks_; }
   // The model's unit groups (the parameters with units point into it).

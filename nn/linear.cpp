@@ -58,12 +58,7 @@ Tensor active_rows(const Parameter& p) { return p.resized() ? slice_rows(p.value
 
 Tensor Linear::forward(const Tensor& x) const {
   if (split_ == Split::Column) return add(forward_without_bias(x), active_bias());
-  Tensor w = active_rows(weight);
-  Tensor partial = matmul(x, w, false, false, numerics().matmul);  // [..., out]: this rank's share of the sum
-  if (impute_ == Impute::Stale) {
-    Tensor extra = impute_skipped(x, w);
-    if (extra.defined()) partial = add(partial, extra);
-  }
+  Tensor partial = matmul(x, active_rows(weight), false, false, numerics().matmul);  // [..., out]: this rank's share of the sum
   return add(reduce_from_tensor_parallel(partial, comm_), bias.value);
 }
 
@@ -73,54 +68,5 @@ Tensor Linear::forward_without_bias(const Tensor& x) const {
 }
 
 Tensor Linear::active_bias() const { return active_rows(bias); }
-
-namespace {
-// Whether a unit's row of the means holds a mean yet (the slot starts as zeros; a real mean is
-// never exactly zero in every entry).
-bool known(const Tensor& mean) {
-  for (double v : mean.to(Device::cpu()).to(DType::F64).to_vector<double>())
-    if (v != 0) return true;
-  return false;
-}
-}  // namespace
-
-Tensor Linear::impute_skipped(const Tensor& x, const Tensor& w) const {
-  // Only a training forward (one that records a graph) moves the means: evaluation, sampling and
-  // finite differences all run without grad, and must neither change what the next training step
-  // imputes nor see means that depend on how often they were called.
-  bool training = grad_enabled();
-  NoGradGuard ng;
-  constexpr double kKeep = 0.8;  // weight of the old mean in the running average
-  int64_t in = x.size(-1), tokens = x.numel() / std::max<int64_t>(in, 1);
-  if (training) {
-    Tensor& means = weight.slot(kStaleMeanSlot);  // [rows, out]: a unit's mean in its first row
-    if (in > 0 && tokens > 0) {
-      Tensor mean_x = scale(sum_to_shape(view_as(x.detach(), {tokens, in}), {1, in}), 1.0 / tokens);  // [1, in]
-      int64_t at = 0;
-      for (int64_t u : weight.units) {
-        int64_t rows = weight.rows_of_unit(u);
-        if (at + rows > in) break;  // the skipped units start here
-        Tensor c = matmul(slice_rows(view_as(mean_x, {in, 1}), at, rows).detach(), slice_rows(w.detach(), at, rows),
-                          true, false, numerics().matmul);  // [1, out]
-        Tensor mean = slice_rows(means, at, 1);
-        mean.copy_from(known(mean) ? add(scale(mean, kKeep), scale(c, 1 - kKeep)) : c);
-        at += rows;
-      }
-    }
-  }
-  auto means = weight.state.find(kStaleMeanSlot);
-  if (!weight.resized() || means == weight.state.end() || means->second.shape() != weight.value.shape()) return Tensor();
-  Tensor extra;
-  int64_t at = 0;
-  for (int64_t u : weight.units) {
-    const int64_t first = at;
-    at += weight.rows_of_unit(u);
-    if (at <= weight.active_rows) continue;
-    Tensor mean = view_as(slice_rows(means->second, first, 1), {w.size(1)});  // [out]
-    if (!known(mean)) continue;
-    extra = extra.defined() ? add(extra, mean) : mean.clone();
-  }
-  return extra;
-}
 
 }  // namespace flextp

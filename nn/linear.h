@@ -14,14 +14,6 @@ namespace flextp {
 
 enum class Split { Column, Row };
 
-// What a row-split layer adds for the units priority resizing skips: nothing (zero), or each
-// skipped unit's mean contribution over the tokens of its last active training steps (stale), so
-// that the output keeps its scale for the other ranks and the next layer. The running means are
-// the weight's slot kStaleMeanSlot (core/parameter.h), unit u's in the first of its rows: they
-// travel, reorder and checkpoint with the unit as the optimizer's slots do. Like a batch norm's
-// running statistics they move in a training forward (grad enabled) only.
-enum class Impute { Zero, Stale };
-
 struct LinearSpec {
   int64_t in = 0, out = 0;
   Split split = Split::Column;
@@ -48,19 +40,13 @@ class Linear : public Module {
   Parameter& bias;
   Split split() const { return split_; }
   Communicator* comm() const { return comm_; }
-  void set_impute(Impute m) { impute_ = m; }
 
  private:
   static Tensor initial_weight(const std::string& prefix, const LinearSpec& spec, uint64_t seed,
                                DType dtype);
   static Tensor initial_bias(const LinearSpec& spec, DType dtype);
-  // In a training forward (grad enabled), updates the running contributions of the active units
-  // from this input; returns the sum of the skipped units' contributions (undefined when there is
-  // none).
-  Tensor impute_skipped(const Tensor& x, const Tensor& w) const;
   Split split_;
   Communicator* comm_;
-  Impute impute_ = Impute::Zero;
 };
 
 }  // namespace flextp

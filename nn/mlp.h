@@ -18,9 +18,6 @@ class Mlp : public Module {
  public:
   using Module::Module;
   virtual Tensor forward(const Tensor& x) const = 0;  // [B, T, C] -> [B, T, C]
-  // The row-split layer, which fills in for the blocks priority resizing skips (it sums the
-  // blocks' contributions).
-  virtual Linear& row_split_layer() const = 0;
 };
 
 // The matrices every MLP kind builds its blocks from: C -> 4C column split (a block's rows with

@@ -24,7 +24,6 @@ class SwiGluMlp : public Mlp {
   // The neuron blocks of block `layer` as a unit group, priced for steps of shape s.
   static UnitGroup unit_group(const GPTConfig& c, int64_t layer, const StepShape& s);
   Tensor forward(const Tensor& x) const override;  // [B, T, C] -> [B, T, C]
-  Linear& row_split_layer() const override { return c_proj; }
 
   Linear& c_gate;  // weight [U*M, C], bias [U*M]
   Linear& c_up;    // weight [U*M, C], bias [U*M]

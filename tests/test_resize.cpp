@@ -15,7 +15,6 @@
 #include "parallel/tp/unit_gather.h"
 #include "tests/gradcheck.h"
 #include "tests/resize_gpt.h"
-#include "tests/stale_means.h"
 
 using namespace flextp;
 
@@ -200,36 +199,7 @@ TEST_CASE("the resizer skips the least important units of a slow rank, and resto
   CHECK_THROWS_WITH_AS(Resizer(ResizeOptions{"loud"}), doctest::Contains("resizing priority 'loud' is not one of"), Error);
 }
 
-TEST_CASE("stale imputation adds a skipped unit's mean contribution; zero adds nothing") {
-  GPTConfig c = tiny();
-  GPT m(c);
-  Linear& proj = m.blocks()[0]->mlp.row_split_layer();  // row split: 4 units of 16 inputs
-  std::vector<Parameter*> group = group_parameters(m.parameters(), "h.0.mlp");
-  // Every token the same: the mean contribution is the contribution.
-  std::vector<float> row(64);
-  for (int i = 0; i < 64; ++i) row[i] = 0.1f * static_cast<float>(i % 7) - 0.2f;
-  std::vector<float> all;
-  for (int t = 0; t < 6; ++t) all.insert(all.end(), row.begin(), row.end());
-  Tensor x = Tensor::from_vector(all, {1, 6, 64});
-  proj.set_impute(Impute::Stale);
-  Tensor full = proj.forward(x).detach();  // a training forward, all active: records every unit's contribution
-  NoGradGuard ng;
-  CHECK(test::known_stale_means(m).count("h.0.mlp.c_proj unit 3"));
-  set_active_units(group, 2);  // units 2 and 3 skipped: the layer sees their 32 inputs no more
-  std::vector<float> first32;
-  for (int t = 0; t < 6; ++t) first32.insert(first32.end(), row.begin(), row.begin() + 32);
-  Tensor xs = Tensor::from_vector(first32, {1, 6, 32});
-  test::check_close(proj.forward(xs), full, 1e-5);  // stale: the same output
-  proj.set_impute(Impute::Zero);
-  Tensor zero = proj.forward(xs);
-  double diff = 0;
-  std::vector<float> a = zero.to_vector<float>(), b = full.to_vector<float>();
-  for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, double(std::abs(a[i] - b[i])));
-  CHECK(diff > 1e-4);  // zero: the skipped units' share is missing
-  set_active_units(group, -1);
-}
-
-TEST_CASE("a model with skipped units and stale imputation has the gradient of finite differences (f64)") {
+TEST_CASE("a model with skipped units has the gradient of finite differences (f64)") {
   for (Device d : test::devices()) {
     INFO("on ", d.str());
     GPTConfig c = tiny();
@@ -238,8 +208,6 @@ TEST_CASE("a model with skipped units and stale imputation has the gradient of f
     c.mlp_unit = 8;
     GPT model(c);
     model.to(d);
-    model.set_imputation(Impute::Stale);
-    model.loss(ids(1), ids(2));  // a training forward: every unit's mean contribution is known
     std::vector<Parameter*> params = model.parameters();
     // Skipped units in every kind of group, out of their initial order.
     reorder_units(group_parameters(params, "h.0.head"), {2, 0, 3, 1});
@@ -249,8 +217,7 @@ TEST_CASE("a model with skipped units and stale imputation has the gradient of f
     set_active_units(group_parameters(params, "h.1.mlp"), 1);
     std::vector<Tensor> values;
     for (Parameter* p : params) values.push_back(p->value);
-    // The inputs are the parameters themselves: the harness perturbs them in place. Its
-    // finite-difference forwards run without grad, so they leave the means as they are.
+    // The inputs are the parameters themselves: the harness perturbs them in place.
     test::GradCheck opts;
     opts.eps = 3e-6;  // a whole GPT, as in test_gpt: its first LayerNorm bends on the embeddings' scale
     opts.max_entries = 32;

@@ -128,8 +128,6 @@ void add_balancing_flags(CLI::App& app, BalancingOptions& b) {
       ->default_str(text_of(o.lambda));
   app.add_option("--priority", o.resize.priority, "which units resizing skips first: taylor, norm or random")
       ->check(CLI::IsMember({"taylor", "norm", "random"}));
-  app.add_option("--impute", b.impute, "what skipped units contribute: zero or stale (their running mean)")
-      ->check(CLI::IsMember({"zero", "stale"}));
   app.add_option("--horizon", o.planner.horizon,
                  "steps a migration must pay for itself in; also the resizing episode length at which the hybrid "
                  "prices a skipped step double")

@@ -30,7 +30,6 @@ void apply_model_settings(GPT& model, const TrainOptions& o, Device device) {
   model.to(device);
   model.set_numerics(numerics_of(matmul_precision_of(p.tf32, p.bf16), p.attention));
   set_weight_decay(model.parameters(), o.optimization.no_decay);
-  model.set_imputation(o.balancing.impute == "stale" ? Impute::Stale : Impute::Zero);
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizationOptions& o) {

@@ -49,7 +49,6 @@ struct ParallelOptions {
 
 struct BalancingOptions {
   BalanceOptions balancer;  // resize.seed: the run's seed, set when it is known
-  std::string impute = "zero";
 };
 
 struct CheckpointOptions {

@@ -40,7 +40,9 @@ struct BalanceStep {
 class Balancer {
  public:
   // `model`: the unit registry's groups (nn/units.h), the ones `initial` assigns, priced for the
-  // step (nn/unit_costs.h gpt_model_costs). Makes the policy o.policy names in the policy registry.
+  // step (nn/unit_costs.h gpt_model_costs). Makes the policy o.policy names in the policy registry
+  // (policies/registry.cpp). train/balancer_setup.cpp builds it on the step clock's untimed
+  // communicator, so a migration's transfers are not counted as the step's waits.
   Balancer(Communicator& comm, ModelCosts model, Partition initial, CommCostModel comm_model, BalanceOptions o);
   // With a policy of one's own, registered or not.
   Balancer(Communicator& comm, ModelCosts model, Partition initial, CommCostModel comm_model, BalanceOptions o,

@@ -65,7 +65,7 @@ void check_replica_weights(Communicator& world, const Grid& grid, const std::vec
   for (const Parameter* p : params) {
     std::vector<Tensor> tensors{p->value.detach().to(Device::cpu())};
     for (const auto& [slot, t] : p->state)  // a slot of another shape is outdated: its owner remakes it
-      if (t.shape() == p->value.shape() && slot != kStaleMeanSlot) tensors.push_back(t.detach().to(Device::cpu()));
+      if (t.shape() == p->value.shape()) tensors.push_back(t.detach().to(Device::cpu()));
     if (p->replicated()) {
       const int64_t at = copies.at(p) + grid.tp_rank;
       mine[at] = 1;

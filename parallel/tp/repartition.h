@@ -3,7 +3,8 @@
 // Every rank calls with the same two partitions. Each moved unit is packed once, on its owner,
 // and sent straight to its new owner; everything one rank sends another travels in one message.
 // Afterwards every parameter holds its rank's new units: the ones it kept (in their old order)
-// followed by the arrivals (by unit id). Gradients must be empty (call between steps).
+// followed by the arrivals (by unit id). Gradients must be empty (call between steps). Nothing
+// else changes: the layers read their units from their parameters (Parameter::units) each forward.
 #include <string>
 #include <vector>
 
@@ -21,8 +22,7 @@ struct RepartitionStats {
   int64_t messages = 0;       // (src, dst) pairs that exchanged data
 };
 
-// Every slot of a parameter travels with its units (Parameter::state: the optimizer's, stale
-// imputation's means). `slots` names those every parameter must have ("m", "v"): one missing gets
+// Every slot of a parameter travels with its units (Parameter::state). `slots` names those every parameter must have ("m", "v"): one missing gets
 // them as zeros first, so that every rank packs the same layout.
 // `method` says how the packed messages travel: grouped point-to-point, or one all-to-all-v.
 RepartitionStats repartition(const std::vector<Parameter*>& params, const Partition& from,

@@ -1,25 +1,19 @@
 // Priority resizing under tensor parallelism equals one process skipping the same units: losses,
-// every gradient, the optimizer's frozen and moving rows, and stale imputation's means, which
-// travel with a migrated unit and whose checkpoint written at TP = k loads in one process and
-// back at TP = k.
+// every gradient, the optimizer's frozen and moving rows, also when skipped units migrate.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <set>
-
-#include <unistd.h>
 
 #include "core/autograd.h"
 #include "core/random.h"
-#include "nn/checkpoint.h"
+#include "optim/optimizer.h"
 #include "parallel/balance/active_units.h"
 #include "parallel/tp/repartition.h"
 #include "parallel/tp/unit_gather.h"
 #include "tests/mpi/mpi_context.h"
 #include "tests/mpi/tiny_gpt.h"
-#include "tests/stale_means.h"
 
 using namespace flextp;
 
@@ -82,33 +76,6 @@ void check_same(const Tensor& a, const Tensor& b, const std::string& what) {
   CHECK(bad == 0);
 }
 
-// The running means of every row-split layer by layer and unit, from all ranks.
-std::map<std::string, std::vector<double>> all_means(const GPT& m, Communicator* comm) {
-  return test::known_stale_means(m, comm);
-}
-
-void check_same_means(const std::map<std::string, std::vector<double>>& got,
-                      const std::map<std::string, std::vector<double>>& expected) {
-  REQUIRE(got.size() == expected.size());
-  for (const auto& entry : expected) {  // (clang: no structured bindings in INFO's lambda)
-    const std::string& name = entry.first;
-    const std::vector<double>& v = entry.second;
-    INFO(name);
-    REQUIRE(got.count(name));
-    check_same(Tensor::from_vector(got.at(name), {static_cast<int64_t>(v.size())}),
-               Tensor::from_vector(v, {static_cast<int64_t>(v.size())}), name);
-  }
-}
-
-// Rank 0's directory for this test's files, the same path on every rank.
-std::string shared_dir(Communicator& comm) {
-  Tensor pid = Tensor::from_vector<double>({static_cast<double>(::getpid())}, {1});
-  comm.broadcast(pid, 0);
-  return (std::filesystem::temp_directory_path() /
-          ("flextp-mpi-resize-" + std::to_string(static_cast<long long>(pid.item()))))
-      .string();
-}
-
 }  // namespace
 
 TEST_CASE("resized tensor parallelism equals one process skipping the same units (f64), every MLP kind") {
@@ -119,20 +86,17 @@ TEST_CASE("resized tensor parallelism equals one process skipping the same units
     std::vector<UnitGroup> groups = unit_groups(c);
     std::vector<double> w(comm.size());
     for (int r = 0; r < comm.size(); ++r) w[r] = r == 0 ? 3.0 : 1.0 + r % 2;
-    for (Impute impute : {Impute::Zero, Impute::Stale}) {
+    {
       for (const auto& [name, part] : std::vector<std::pair<std::string, Partition>>{
                {"even", Partition::even(groups, comm.size())}, {"proportional", Partition::proportional(groups, w)}}) {
-        std::string what = std::string(impute == Impute::Zero ? "zero" : "stale") + " imputation, partition " + name +
-                           ": " + part.str();  // (clang: no structured bindings in INFO's lambda)
+        std::string what = "partition " + name + ": " + part.str();  // (clang: no structured bindings in INFO's lambda)
         INFO(what);
         GPT one(c), tp(c, LocalUnits::of_rank(c, part, comm.rank()), &comm);
-        one.set_imputation(impute);
-        tp.set_imputation(impute);
         AdamW opt_one({0.9, 0.999, 1e-8, 0.1}), opt_tp({0.9, 0.999, 1e-8, 0.1});
         std::vector<Parameter*> p1 = one.parameters(), pk = tp.parameters();
         REQUIRE(p1.size() == pk.size());
         for (int step = 0; step < 4; ++step) {
-          if (step == 1) {  // after a step with every unit: the means and the optimizer state exist
+          if (step == 1) {  // after a step with every unit: the optimizer state exists
             skip(one);
             skip(tp);
           }
@@ -156,54 +120,12 @@ TEST_CASE("resized tensor parallelism equals one process skipping the same units
             check_same(logical(*pk[i], pk[i]->state.at(s), &comm), logical(*p1[i], p1[i]->state.at(s), nullptr),
                        p1[i]->name + "." + s);
         }
-        if (impute == Impute::Stale) check_same_means(all_means(tp, &comm), all_means(one, nullptr));
       }
     }
   }
 }
 
-TEST_CASE("stale means saved at TP = k load in one process and back at TP = k") {
-  Communicator& comm = test::world();
-  GPTConfig c = test::tiny_config(DType::F64);
-  std::vector<UnitGroup> groups = unit_groups(c);
-  std::vector<double> w(comm.size());
-  for (int r = 0; r < comm.size(); ++r) w[r] = r == 0 ? 3.0 : 1.0 + r % 2;
-  Partition part = Partition::proportional(groups, w);
-  GPT one(c), tp(c, LocalUnits::of_rank(c, part, comm.rank()), &comm);
-  one.set_imputation(Impute::Stale);
-  tp.set_imputation(Impute::Stale);
-  AdamW opt({0.9, 0.999, 1e-8, 0.1});
-  tp.loss(tokens(1), tokens(2)).backward();
-  one.loss(tokens(1), tokens(2));
-  opt.step(tp.parameters(), 1e-2);
-  skip(tp);  // saved in local order active-first: the file holds logical order all the same
-  std::map<std::string, std::vector<double>> expected = all_means(one, nullptr);
-  REQUIRE(expected.size() == 2 * 4 + 2 * 4);
-
-  std::string dir = shared_dir(comm);
-  if (comm.rank() == 0) std::filesystem::create_directories(dir);
-  std::string path = dir + "/m.safetensors";
-  save_checkpoint(path, tp, &opt, {1, 1, {}}, &comm);
-  comm.barrier();
-  {
-    GPT back(c);
-    back.set_imputation(Impute::Stale);
-    AdamW o({0.9, 0.999, 1e-8, 0.1});
-    load_checkpoint(path, back, &o);
-    check_same_means(all_means(back, nullptr), expected);
-  }
-  {
-    GPT back(c, LocalUnits::of_rank(c, Partition::even(groups, comm.size()), comm.rank()), &comm);
-    back.set_imputation(Impute::Stale);
-    AdamW o({0.9, 0.999, 1e-8, 0.1});
-    load_checkpoint(path, back, &o);
-    check_same_means(all_means(back, &comm), expected);
-  }
-  comm.barrier();
-  if (comm.rank() == 0) std::filesystem::remove_all(dir);
-}
-
-TEST_CASE("a migrated unit's stale mean travels with it: resized training with a migration mid-run equals one process (f64)") {
+TEST_CASE("skipped units that migrate stay skipped and frozen: resized training with a migration mid-run equals one process (f64)") {
   Communicator& comm = test::world();
   const int n = comm.size();
   GPTConfig c = test::tiny_config(DType::F64);
@@ -218,20 +140,17 @@ TEST_CASE("a migrated unit's stale mean travels with it: resized training with a
     moved.set_owners(g.name, owners);
   }
   GPT one(c), tp(c, LocalUnits::of_rank(c, start, comm.rank()), &comm);
-  one.set_imputation(Impute::Stale);
-  tp.set_imputation(Impute::Stale);
   AdamW opt_one({0.9, 0.999, 1e-8, 0.1}), opt_tp({0.9, 0.999, 1e-8, 0.1});
   for (int step = 0; step < 5; ++step) {
     INFO("step ", step);
-    if (step == 1) {  // after a step with every unit: every mean is known
+    if (step == 1) {  // after a step with every unit: the optimizer state exists
       skip(one);
       skip(tp);
     }
-    if (step == 3) {  // the skipped units move, with their means, and stay skipped
+    if (step == 3) {  // the skipped units move, with their optimizer state, and stay skipped
       unskip(tp);
       repartition(tp.parameters(), start, moved, opt_tp.slot_names(), &comm);
       skip(tp);
-      check_same_means(all_means(tp, &comm), all_means(one, nullptr));
     }
     Tensor l1 = one.loss(tokens(step), tokens(100 + step)), lk = tp.loss(tokens(step), tokens(100 + step));
     INFO(lk.item(), " vs ", l1.item());
@@ -243,5 +162,11 @@ TEST_CASE("a migrated unit's stale mean travels with it: resized training with a
     for (Parameter* p : one.parameters()) p->value.zero_grad();
     for (Parameter* p : tp.parameters()) p->value.zero_grad();
   }
-  check_same_means(all_means(tp, &comm), all_means(one, nullptr));
+  std::vector<Parameter*> p1 = one.parameters(), pk = tp.parameters();
+  for (size_t i = 0; i < p1.size(); ++i) {
+    check_same(logical(*pk[i], pk[i]->value, &comm), logical(*p1[i], p1[i]->value, nullptr), p1[i]->name);
+    for (const std::string& s : opt_one.slot_names())
+      check_same(logical(*pk[i], pk[i]->state.at(s), &comm), logical(*p1[i], p1[i]->state.at(s), nullptr),
+                 p1[i]->name + "." + s);
+  }
 }

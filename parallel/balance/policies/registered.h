@@ -1,5 +1,5 @@
 // The balancing policies that --balance can name, one line each: FLEXTP_POLICY(NAME) registers
-// the policy that parallel/policies/NAME.cpp makes in
+// the policy that parallel/balance/policies/NAME.cpp makes in
 //   std::unique_ptr<BalancePolicy> make_NAME_policy(const BalanceOptions&).
 // (Included twice by registry.cpp, hence no include guard.)
 FLEXTP_POLICY(none)
