@@ -1,8 +1,8 @@
 // train: the flextp trainer. Reads a corpus, builds a GPT, trains it with AdamW (or SGD), logs,
 // evaluates, saves checkpoints and samples text. Flags are listed by `train --help` and in
-// docs/flags.md. Reading order: README -> this file (run() and its loop) -> train/trainer.h (one
-// step and its report) -> nn/gpt.h -> nn/attention.h, nn/mlp.h -> core/. The parts run() sets up
-// live in train/, one file each.
+// docs/flags.md. Reading order (README, "Reading the code"): this file (run() and its loop) ->
+// train/trainer.cpp (one step) -> nn/ -> parallel/balance/ -> parallel/tp/repartition.h. The
+// parts run() sets up live in train/, one file each.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
