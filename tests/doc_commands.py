@@ -228,6 +228,12 @@ def script_of(block, ctx, report):
     return "\n".join(lines) + "\n", report
 
 
+def make_variables(source):
+    """The variables of make that must not leak into a block: make's own and the Makefile's knobs."""
+    knobs = re.findall(r"^([A-Z_]+)\s*\?=", (source / "Makefile").read_text(), re.M)
+    return {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "SANITIZE", *knobs}
+
+
 def scratch_clone(source, build, where):
     for entry in source.iterdir():
         if entry.name in ("runs", "build") or entry.name.startswith("build-") or entry.name == "gpu-bundle":
@@ -276,9 +282,10 @@ def main():
     ran = any(r.startswith("RAN") for r in report)
     status = 0
     if ran:
-        # A user types these commands in a plain shell: under `make test SANITIZE=...` the make
-        # variables would reach the block's own `make` and point it at another build directory.
-        env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+        # A user types these commands in a plain shell: under `make test SANITIZE=...` make's own
+        # variables and those given on its command line (which make exports) would reach the
+        # block's `make` and point it at another build directory.
+        env = {k: v for k, v in os.environ.items() if k not in make_variables(source)}
         status = subprocess.run(["bash", "-c", script], cwd=where, env=env).returncode
     print("\n".join(report))
     if status != 0:
