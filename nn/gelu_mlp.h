@@ -15,7 +15,6 @@ class GeluMlp : public Mlp {
   // The neuron blocks of block `layer` as a unit group, priced for steps of shape s.
   static UnitGroup unit_group(const GPTConfig& c, int64_t layer, const StepShape& s);
   Tensor forward(const Tensor& x) const override;  // [B, T, C] -> [B, T, C]
-  const std::vector<int64_t>& blocks() const { return c_fc.weight.units; }
 
   Linear& c_fc;    // weight [U*M, C], bias [U*M]
   Linear& c_proj;  // weight [U*M, C], bias [C]

@@ -38,8 +38,6 @@ class Linear : public Module {
 
   Parameter& weight;
   Parameter& bias;
-  Split split() const { return split_; }
-  Communicator* comm() const { return comm_; }
 
  private:
   static Tensor initial_weight(const std::string& prefix, const LinearSpec& spec, uint64_t seed,

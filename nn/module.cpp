@@ -10,13 +10,6 @@ std::vector<Parameter*> Module::parameters() {
   return out;
 }
 
-std::vector<Module*> Module::modules() {
-  std::vector<Module*> out{this};
-  for (auto& c : children_)
-    for (Module* m : c->modules()) out.push_back(m);
-  return out;
-}
-
 void Module::to(Device device) {
   for (Parameter* p : parameters()) {
     if (p->value.device() == device) continue;

@@ -22,8 +22,6 @@ class Module {
   // Moves every parameter (value and optimizer state) to a device; they stay leaves.
   void to(Device device);
   const std::string& prefix() const { return prefix_; }
-  // This module and every module below it (depth first).
-  std::vector<Module*> modules();
   // How this module and every module below it compute on a GPU (core/numerics.h): set once on the
   // model, read by the layers that call matmul or attention. Default: plain f32.
   void set_numerics(const Numerics& numerics);

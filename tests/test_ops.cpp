@@ -17,7 +17,6 @@
 #include "core/ops/reduce.h"
 #include "core/ops/shape_ops.h"
 #include "core/ops/silu.h"
-#include "core/ops/softmax.h"
 #include "tests/gpu_skip.h"
 #include "tests/gradcheck.h"
 
@@ -156,15 +155,6 @@ TEST_CASE("silu: values, gradient, no NaN at the extremes") {
   sum(y).backward();
   test::check_values(y, {0, 200});
   test::check_values(x.grad(), {0, 1});
-}
-
-// ---------------------------------------------------------------- softmax
-TEST_CASE("softmax: values, gradient") {
-  double e = std::exp(1.0);
-  test::check_values(softmax(f32({0, 1, 5, 5}, {2, 2})), {1 / (1 + e), e / (1 + e), 0.5, 0.5});
-  check_gradients([](const In& in) { return softmax(in[0]); }, {leaf({3, 2, 6}, 1)});
-  check_f32_matches_f64([](const In& in) { return softmax(in[0]); }, {leaf({3, 6}, 2, 10.0)});
-  test::check_on_gpu([](const In& in) { return softmax(in[0]); }, to_f32({leaf({5, 300}, 3, 4.0)}));
 }
 
 // ---------------------------------------------------------------- layernorm
@@ -416,8 +406,7 @@ TEST_CASE("dropout of a run of rows from element `first` on draws the whole tens
 TEST_CASE("a two-layer MLP with a LayerNorm trains its gradient end to end") {
   auto f = [](const In& in) {
     Tensor h = gelu(add(matmul(in[0], in[1], false, true), in[2]));
-    Tensor y = layernorm(matmul(h, in[3]), in[4], in[5]);
-    return softmax(y);
+    return layernorm(matmul(h, in[3]), in[4], in[5]);
   };
   check_gradients(f, {leaf({2, 3, 4}, 1), leaf({6, 4}, 2), leaf({6}, 3), leaf({6, 5}, 4),
                       leaf({5}, 5), leaf({5}, 6)});

@@ -34,7 +34,7 @@ struct BalanceStep {
   std::string trial;
   bool explored = false;
   double trial_before_ms = 0, trial_after_ms = 0, predicted_gain = 0;
-  std::vector<double> correction;  // Balancer::correction() after this step
+  std::vector<double> correction;  // the learned per-rank correction after this step (trials.h)
 };
 
 class Balancer {
@@ -66,7 +66,6 @@ class Balancer {
   double work_of(int rank) const;
   // What the closed loop has learned of the model's error: each rank's measured speed is divided
   // by its factor before a policy sees it (1: the model was right).
-  const std::vector<double>& correction() const { return correction_; }
   const Trials& trials() const { return trials_; }
 
  private:

@@ -110,7 +110,6 @@ class GradientSync {
   // update bit for bit.
   double same_on_every_replica(double value);
   const GradientSyncStats& stats() const { return stats_; }
-  const ReplicaPartitions& partitions() const { return partitions_; }
 
  private:
   Communicator& dp_;
