@@ -165,6 +165,9 @@ def main():
     a = ap.parse_args()
     if a.repeat < 1:
         ap.error(f"--repeat must be at least 1, got {a.repeat}")
+    if a.steps <= ONSET + 5:
+        ap.error(f"--steps must exceed {ONSET + 5} (the slowdown starts at step {ONSET}; medians from 5 steps later), "
+                 f"got {a.steps}")
     TRAIN_ARGS.extend(a.train_args.split())
     work = tempfile.mkdtemp(prefix="flextp-hetero-")
     results, curves = [], {}
