@@ -2,8 +2,8 @@
 """bench/tradeoff: the accuracy/speed trade-off of the balancing policies. On 2 ranks with rank 1
 slowed 2x from step 20 (and on a trace with a transient and a persistent slowdown), trains the
 default model for a fixed number of steps with: no straggler; even split; migrate; resize (each
-priority); hybrid at several lambda. Prints wall time, median step
-time, final validation loss and its gap to the no-straggler run, the validation loss every run
+priority); hybrid at several lambda. Prints wall time, median step time, final validation loss
+and its gap to the no-straggler run, the validation loss every run
 reaches within the same wall-time budget, and which lambda is best at equal wall time; plots
 validation loss against wall time (docs/tradeoff.png). Beside the emulated straggler, the main
 policies run again under real contention (ranks bound to cores, --contend on rank 1's core: all

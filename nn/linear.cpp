@@ -1,8 +1,5 @@
 #include "nn/linear.h"
 
-#include <algorithm>
-
-#include "core/autograd.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/matmul.h"
 #include "core/ops/shape_ops.h"
@@ -58,7 +55,8 @@ Tensor active_rows(const Parameter& p) { return p.resized() ? slice_rows(p.value
 
 Tensor Linear::forward(const Tensor& x) const {
   if (split_ == Split::Column) return add(forward_without_bias(x), active_bias());
-  Tensor partial = matmul(x, active_rows(weight), false, false, numerics().matmul);  // [..., out]: this rank's share of the sum
+  // [..., out]: this rank's share of the sum
+  Tensor partial = matmul(x, active_rows(weight), false, false, numerics().matmul);
   return add(reduce_from_tensor_parallel(partial, comm_), bias.value);
 }
 

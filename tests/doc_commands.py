@@ -230,7 +230,7 @@ def script_of(block, ctx, report):
 
 def make_variables(source):
     """The variables of make that must not leak into a block: make's own and the Makefile's knobs."""
-    knobs = re.findall(r"^([A-Z_]+)\s*\?=", (source / "Makefile").read_text(), re.M)
+    knobs = re.findall(r"^([A-Za-z0-9_]+)[ \t]*\?=", (source / "Makefile").read_text(), re.M)
     return {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "SANITIZE", *knobs}
 
 
@@ -285,7 +285,8 @@ def main():
         # A user types these commands in a plain shell: under `make test SANITIZE=...` make's own
         # variables and those given on its command line (which make exports) would reach the
         # block's `make` and point it at another build directory.
-        env = {k: v for k, v in os.environ.items() if k not in make_variables(source)}
+        leaking = make_variables(source)
+        env = {k: v for k, v in os.environ.items() if k not in leaking}
         status = subprocess.run(["bash", "-c", script], cwd=where, env=env).returncode
     print("\n".join(report))
     if status != 0:

@@ -64,8 +64,7 @@ class Balancer {
   // Units a rank holds per kind, and how many of them it skips now (known of this rank only).
   UnitCounts unit_counts(int rank) const;
   double work_of(int rank) const;
-  // What the closed loop has learned of the model's error: each rank's measured speed is divided
-  // by its factor before a policy sees it (1: the model was right).
+  // The closed loop's state: the change on trial, its verdicts, the backoff (trials.h).
   const Trials& trials() const { return trials_; }
 
  private:
@@ -89,6 +88,8 @@ class Balancer {
   ReplicaView replicas_;      // empty with one replica
   Trials trials_;
   Partition trial_from_, trial_to_;  // the move under trial: where it came from, where it went
+  // What the closed loop has learned of the model's error: each rank's measured speed is divided
+  // by its factor before a policy sees it (1: the model was right).
   std::vector<double> correction_;
   Action last_action_ = Action::keep;
 

@@ -22,8 +22,9 @@ struct RepartitionStats {
   int64_t messages = 0;       // (src, dst) pairs that exchanged data
 };
 
-// Every slot of a parameter travels with its units (Parameter::state). `slots` names those every parameter must have ("m", "v"): one missing gets
-// them as zeros first, so that every rank packs the same layout.
+// Every slot of a parameter travels with its units (Parameter::state). `slots` names those every
+// parameter must have ("m", "v"): one missing gets them as zeros first, so that every rank packs
+// the same layout.
 // `method` says how the packed messages travel: grouped point-to-point, or one all-to-all-v.
 RepartitionStats repartition(const std::vector<Parameter*>& params, const Partition& from,
                              const Partition& to, const std::vector<std::string>& slots,

@@ -86,40 +86,38 @@ TEST_CASE("resized tensor parallelism equals one process skipping the same units
     std::vector<UnitGroup> groups = unit_groups(c);
     std::vector<double> w(comm.size());
     for (int r = 0; r < comm.size(); ++r) w[r] = r == 0 ? 3.0 : 1.0 + r % 2;
-    {
-      for (const auto& [name, part] : std::vector<std::pair<std::string, Partition>>{
-               {"even", Partition::even(groups, comm.size())}, {"proportional", Partition::proportional(groups, w)}}) {
-        std::string what = "partition " + name + ": " + part.str();  // (clang: no structured bindings in INFO's lambda)
-        INFO(what);
-        GPT one(c), tp(c, LocalUnits::of_rank(c, part, comm.rank()), &comm);
-        AdamW opt_one({0.9, 0.999, 1e-8, 0.1}), opt_tp({0.9, 0.999, 1e-8, 0.1});
-        std::vector<Parameter*> p1 = one.parameters(), pk = tp.parameters();
-        REQUIRE(p1.size() == pk.size());
-        for (int step = 0; step < 4; ++step) {
-          if (step == 1) {  // after a step with every unit: the optimizer state exists
-            skip(one);
-            skip(tp);
-          }
-          Tensor l1 = one.loss(tokens(step), tokens(100 + step)), lk = tp.loss(tokens(step), tokens(100 + step));
-          INFO("step ", step, ": ", lk.item(), " vs ", l1.item());
-          CHECK(std::abs(lk.item() - l1.item()) <= 1e-12 * std::abs(l1.item()));
-          l1.backward();
-          lk.backward();
-          for (size_t i = 0; i < p1.size(); ++i)
-            check_same(logical(*pk[i], pk[i]->grad(), &comm), logical(*p1[i], p1[i]->grad(), nullptr),
-                       "gradient of " + p1[i]->name);
-          opt_one.step(p1, 1e-2);
-          opt_tp.step(pk, 1e-2);
-          for (Parameter* p : p1) p->value.zero_grad();
-          for (Parameter* p : pk) p->value.zero_grad();
+    for (const auto& [name, part] : std::vector<std::pair<std::string, Partition>>{
+             {"even", Partition::even(groups, comm.size())}, {"proportional", Partition::proportional(groups, w)}}) {
+      std::string what = "partition " + name + ": " + part.str();  // (clang: no structured bindings in INFO's lambda)
+      INFO(what);
+      GPT one(c), tp(c, LocalUnits::of_rank(c, part, comm.rank()), &comm);
+      AdamW opt_one({0.9, 0.999, 1e-8, 0.1}), opt_tp({0.9, 0.999, 1e-8, 0.1});
+      std::vector<Parameter*> p1 = one.parameters(), pk = tp.parameters();
+      REQUIRE(p1.size() == pk.size());
+      for (int step = 0; step < 4; ++step) {
+        if (step == 1) {  // after a step with every unit: the optimizer state exists
+          skip(one);
+          skip(tp);
         }
-        // The skipped rows stayed frozen on every rank as in the one process, weights and slots.
-        for (size_t i = 0; i < p1.size(); ++i) {
-          check_same(logical(*pk[i], pk[i]->value, &comm), logical(*p1[i], p1[i]->value, nullptr), p1[i]->name);
-          for (const std::string& s : opt_one.slot_names())
-            check_same(logical(*pk[i], pk[i]->state.at(s), &comm), logical(*p1[i], p1[i]->state.at(s), nullptr),
-                       p1[i]->name + "." + s);
-        }
+        Tensor l1 = one.loss(tokens(step), tokens(100 + step)), lk = tp.loss(tokens(step), tokens(100 + step));
+        INFO("step ", step, ": ", lk.item(), " vs ", l1.item());
+        CHECK(std::abs(lk.item() - l1.item()) <= 1e-12 * std::abs(l1.item()));
+        l1.backward();
+        lk.backward();
+        for (size_t i = 0; i < p1.size(); ++i)
+          check_same(logical(*pk[i], pk[i]->grad(), &comm), logical(*p1[i], p1[i]->grad(), nullptr),
+                     "gradient of " + p1[i]->name);
+        opt_one.step(p1, 1e-2);
+        opt_tp.step(pk, 1e-2);
+        for (Parameter* p : p1) p->value.zero_grad();
+        for (Parameter* p : pk) p->value.zero_grad();
+      }
+      // The skipped rows stayed frozen on every rank as in the one process, weights and slots.
+      for (size_t i = 0; i < p1.size(); ++i) {
+        check_same(logical(*pk[i], pk[i]->value, &comm), logical(*p1[i], p1[i]->value, nullptr), p1[i]->name);
+        for (const std::string& s : opt_one.slot_names())
+          check_same(logical(*pk[i], pk[i]->state.at(s), &comm), logical(*p1[i], p1[i]->state.at(s), nullptr),
+                     p1[i]->name + "." + s);
       }
     }
   }
