@@ -76,6 +76,18 @@ void check_same(const Tensor& a, const Tensor& b, const std::string& what) {
   CHECK(bad == 0);
 }
 
+// Every weight and optimizer slot of the tensor-parallel model `pk` (gathered over `comm`) equals
+// the one process's `p1`.
+void check_same_weights_and_slots(const std::vector<Parameter*>& p1, const std::vector<Parameter*>& pk,
+                                  const std::vector<std::string>& slots, Communicator& comm) {
+  for (size_t i = 0; i < p1.size(); ++i) {
+    check_same(logical(*pk[i], pk[i]->value, &comm), logical(*p1[i], p1[i]->value, nullptr), p1[i]->name);
+    for (const std::string& s : slots)
+      check_same(logical(*pk[i], pk[i]->state.at(s), &comm), logical(*p1[i], p1[i]->state.at(s), nullptr),
+                 p1[i]->name + "." + s);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("resized tensor parallelism equals one process skipping the same units (f64), every MLP kind") {
@@ -113,12 +125,7 @@ TEST_CASE("resized tensor parallelism equals one process skipping the same units
         for (Parameter* p : pk) p->value.zero_grad();
       }
       // The skipped rows stayed frozen on every rank as in the one process, weights and slots.
-      for (size_t i = 0; i < p1.size(); ++i) {
-        check_same(logical(*pk[i], pk[i]->value, &comm), logical(*p1[i], p1[i]->value, nullptr), p1[i]->name);
-        for (const std::string& s : opt_one.slot_names())
-          check_same(logical(*pk[i], pk[i]->state.at(s), &comm), logical(*p1[i], p1[i]->state.at(s), nullptr),
-                     p1[i]->name + "." + s);
-      }
+      check_same_weights_and_slots(p1, pk, opt_one.slot_names(), comm);
     }
   }
 }
@@ -160,11 +167,5 @@ TEST_CASE("skipped units that migrate stay skipped and frozen: resized training 
     for (Parameter* p : one.parameters()) p->value.zero_grad();
     for (Parameter* p : tp.parameters()) p->value.zero_grad();
   }
-  std::vector<Parameter*> p1 = one.parameters(), pk = tp.parameters();
-  for (size_t i = 0; i < p1.size(); ++i) {
-    check_same(logical(*pk[i], pk[i]->value, &comm), logical(*p1[i], p1[i]->value, nullptr), p1[i]->name);
-    for (const std::string& s : opt_one.slot_names())
-      check_same(logical(*pk[i], pk[i]->state.at(s), &comm), logical(*p1[i], p1[i]->state.at(s), nullptr),
-                 p1[i]->name + "." + s);
-  }
+  check_same_weights_and_slots(one.parameters(), tp.parameters(), opt_one.slot_names(), comm);
 }
