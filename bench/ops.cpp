@@ -26,15 +26,14 @@
 #include "core/fma_peak.h"
 #include "core/ops/attention.h"
 #include "core/ops/bias_gelu.h"
-#include "core/ops/cross_entropy.h"
 #include "core/ops/elementwise.h"
-#include "core/ops/gelu.h"
 #include "core/ops/layernorm.h"
 #include "core/ops/matmul.h"
 #include "core/ops/reduce.h"
 #include "core/ops/sharded_cross_entropy.h"
 #include "core/parallel_for.h"
 #include "nn/mfu.h"
+#include "parallel/tp/vocab_parallel.h"
 
 using namespace flextp;
 
@@ -105,7 +104,7 @@ void bench_pair(const char* what, F&& unfused, G&& fused, int rounds = 5) {
   std::printf("%-44s unfused %8.3f ms   fused %8.3f ms   %.2fx\n", what, ta, tb, ta / tb);
 }
 
-// Forward + backward of each fusion the model uses, at the default model's sizes (2048 rows,
+// Forward + backward of the one-rank cross-entropy's fusion, at the default model's sizes (2048 rows,
 // C 128, vocabulary 256) and GPT-2 small's (512 rows, C 768, vocabulary 50257).
 void bench_fusions() {
   struct Size {
@@ -115,20 +114,6 @@ void bench_fusions() {
   for (Size z : {Size{"default", 2048, 128, 256}, Size{"gpt2-small", 512, 768, 50257}}) {
     std::printf("%s (%lld rows, C %lld, vocabulary %lld)\n", z.name, (long long)z.rows, (long long)z.c,
                 (long long)z.vocab);
-    Tensor x = Tensor::randn({z.rows, 4 * z.c}, 1), bias = Tensor::randn({4 * z.c}, 2);
-    x.set_requires_grad(true);
-    bias.set_requires_grad(true);
-    bench_pair("  gelu(add(x, bias)) -> bias_gelu",
-               [&] { sum(gelu(add(x, bias))).backward(); }, [&] { sum(bias_gelu(x, bias)).backward(); });
-    Tensor h = Tensor::randn({z.rows, z.c}, 3), r = Tensor::randn({z.rows, z.c}, 4);
-    Tensor w = Tensor::ones({z.c}), b = Tensor::zeros({z.c});
-    for (Tensor* t : {&h, &r, &w, &b}) t->set_requires_grad(true);
-    bench_pair("  layernorm(add(h, r)) -> add_layernorm",
-               [&] { sum(layernorm(add(h, r), w, b)).backward(); },
-               [&] {
-                 Tensor s;
-                 sum(add_layernorm(h, r, w, b, s)).backward();
-               });
     // The one-rank cross-entropy's kernels: two passes and a backward from the logits, against
     // one pass and a backward from the probabilities (parallel/tp/vocab_parallel.cpp).
     int64_t n = z.rows, v = z.vocab;
@@ -262,7 +247,9 @@ int main(int argc, char** argv) {
     Tensor logits = Tensor::randn({4 * t, 50257}, 5);
     logits.set_requires_grad(true);
     Tensor targets = Tensor::zeros({4 * t}, DType::I32);
-    bench_fused("cross_entropy", t, [&] { return cross_entropy(logits, targets); }, logits);
+    VocabLayout whole({0}, 50257, 50257);
+    bench_fused("cross_entropy", t, [&] { return vocab_parallel_cross_entropy(logits, targets, whole, nullptr); },
+                logits);
   }
   std::printf("\nfusions\n");
   bench_fusions();

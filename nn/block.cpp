@@ -20,9 +20,8 @@ Block::Block(int64_t layer, const GPTConfig& c, const UnitRegistry& units, std::
 
 Tensor Block::forward(const Tensor& x, double p, uint64_t seed, uint64_t first) const {
   // The residual stream is replicated, so its dropout masks are the same on every rank.
-  Tensor h;  // [B, T, C]: x + the attention's output, and ln_2 of it, in one pass
-  Tensor normed = ln_2.forward_after_add(x, dropout(attn.forward(ln_1.forward(x)), p, seed, attn_stream_, first), h);
-  return add(h, dropout(mlp.forward(normed), p, seed, mlp_stream_, first));  // [B, T, C]
+  Tensor h = add(x, dropout(attn.forward(ln_1.forward(x)), p, seed, attn_stream_, first));  // [B, T, C]
+  return add(h, dropout(mlp.forward(ln_2.forward(h)), p, seed, mlp_stream_, first));     // [B, T, C]
 }
 
 }  // namespace flextp

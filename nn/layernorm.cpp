@@ -11,8 +11,4 @@ LayerNorm::LayerNorm(const std::string& prefix, int64_t channels, DType dtype)
 
 Tensor LayerNorm::forward(const Tensor& x) const { return layernorm(x, weight.value, bias.value); }
 
-Tensor LayerNorm::forward_after_add(const Tensor& x, const Tensor& residual, Tensor& sum) const {
-  return add_layernorm(x, residual, weight.value, bias.value, sum);
-}
-
 }  // namespace flextp

@@ -8,8 +8,6 @@ class LayerNorm : public Module {
  public:
   LayerNorm(const std::string& prefix, int64_t channels, DType dtype);
   Tensor forward(const Tensor& x) const;  // [..., C] -> [..., C]
-  // forward(x + residual), the sum returned through `sum` (one pass: core/ops/layernorm.h).
-  Tensor forward_after_add(const Tensor& x, const Tensor& residual, Tensor& sum) const;
 
   Parameter& weight;
   Parameter& bias;

@@ -7,11 +7,10 @@
 
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/ops/attention.h"
-#include "core/ops/cross_entropy.h"
 #include "core/ops/dropout.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/embedding.h"
-#include "core/ops/gelu.h"
+#include "core/ops/bias_gelu.h"
 #include "core/ops/layernorm.h"
 #include "core/ops/matmul.h"
 #include "core/ops/reduce.h"
@@ -19,6 +18,7 @@
 #include "core/ops/silu.h"
 #include "tests/gpu_skip.h"
 #include "tests/gradcheck.h"
+#include "tests/vocab_cases.h"
 
 using namespace flextp;
 using test::check_gradients;
@@ -130,15 +130,6 @@ TEST_CASE("matmul shape errors name both shapes") {
                        doctest::Contains("[2, 3] and [2, 3] do not multiply"), Error);
   CHECK_THROWS_WITH_AS(matmul(Tensor::zeros({2, 2, 3}), Tensor::zeros({3, 3, 2})),
                        doctest::Contains("do not multiply"), Error);
-}
-
-// ---------------------------------------------------------------- gelu
-TEST_CASE("gelu: values, gradient") {
-  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) at 0, 1, -2.
-  test::check_values(gelu(f32({0, 1, -2}, {3})), {0, 0.8411919906, -0.0454023059}, 1e-6);
-  check_gradients([](const In& in) { return gelu(in[0]); }, {leaf({4, 7}, 1, 2.0)});
-  check_f32_matches_f64([](const In& in) { return gelu(in[0]); }, {leaf({4, 7}, 1, 2.0)});
-  test::check_on_gpu([](const In& in) { return gelu(in[0]); }, to_f32({leaf({1000}, 2)}));
 }
 
 // ---------------------------------------------------------------- silu
@@ -344,33 +335,43 @@ TEST_CASE("on the GPU, cuDNN's fused attention follows the CPU attention within 
 }
 
 // ---------------------------------------------------------------- cross-entropy
-TEST_CASE("cross_entropy: values, ignore index, gradient, bad targets") {
+// The model's loss (parallel/tp/vocab_parallel.h) with the whole vocabulary on one process, in two
+// passes and in one; tests/test_vocab_parallel.cpp shards it.
+TEST_CASE("cross-entropy: values, ignore index, gradient, bad targets") {
+  using test::one_process_cross_entropy;
   Tensor logits = f32({0, 0, 0, 0, std::log(3.0f), 0}, {2, 3});
-  // Row 0 uniform: ln 3. Row 1 [0, ln 3, 0]: p(target 1) = 3/5.
-  CHECK(cross_entropy(logits, i32({2, 1}, {2})).item() ==
-        doctest::Approx((std::log(3.0) + std::log(5.0 / 3)) / 2));
-  CHECK(cross_entropy(logits, i32({2, -100}, {2})).item() == doctest::Approx(std::log(3.0)));
-  CHECK(cross_entropy(logits, i32({-1, -1}, {2}), -1).item() == 0.0);
-  Tensor targets = i32({1, 4, -100, 0}, {4});
-  auto ce = [targets](const In& in) { return cross_entropy(in[0], targets.to(in[0].device())); };
-  check_gradients(ce, {leaf({4, 5}, 1, 3.0)});
-  check_f32_matches_f64(ce, {leaf({4, 5}, 1, 3.0)});
-  Tensor many = Tensor::from_vector<int32_t>([] {
-    std::vector<int32_t> t(64);
-    for (size_t i = 0; i < t.size(); ++i) t[i] = i % 9 == 0 ? -100 : static_cast<int32_t>(i * 37 % 1000);
-    return t;
-  }(), {64});
-  test::check_on_gpu([many](const In& in) { return cross_entropy(in[0], many.to(in[0].device())); },
-                     to_f32({leaf({64, 1000}, 2, 3.0)}));
-  if (test::gpu_present()) {
-    Tensor on_gpu = logits.to(Device::cuda(0));
-    CHECK_THROWS_WITH_AS(cross_entropy(on_gpu, i32({3, 0}, {2}).to(Device::cuda(0))),
-                         doctest::Contains("target 3 of row 0 is outside the 3 classes"), Error);
-    CHECK(cross_entropy(on_gpu, i32({-1, -1}, {2}).to(Device::cuda(0)), -1).item() == 0.0);
+  for (CePasses passes : {CePasses::Two, CePasses::One}) {
+    CAPTURE(static_cast<int>(passes));
+    // Row 0 uniform: ln 3. Row 1 [0, ln 3, 0]: p(target 1) = 3/5.
+    CHECK(one_process_cross_entropy(logits, i32({2, 1}, {2}), -100, passes).item() ==
+          doctest::Approx((std::log(3.0) + std::log(5.0 / 3)) / 2));
+    CHECK(one_process_cross_entropy(logits, i32({2, -100}, {2}), -100, passes).item() ==
+          doctest::Approx(std::log(3.0)));
+    CHECK(one_process_cross_entropy(logits, i32({-1, -1}, {2}), -1, passes).item() == 0.0);
+    Tensor targets = i32({1, 4, -100, 0}, {4});
+    auto ce = [targets, passes](const In& in) {
+      return one_process_cross_entropy(in[0], targets.to(in[0].device()), -100, passes);
+    };
+    check_gradients(ce, {leaf({4, 5}, 1, 3.0)});
+    check_f32_matches_f64(ce, {leaf({4, 5}, 1, 3.0)});
+    Tensor many = Tensor::from_vector<int32_t>([] {
+      std::vector<int32_t> t(64);
+      for (size_t i = 0; i < t.size(); ++i) t[i] = i % 9 == 0 ? -100 : static_cast<int32_t>(i * 37 % 1000);
+      return t;
+    }(), {64});
+    test::check_on_gpu(
+        [many, passes](const In& in) { return one_process_cross_entropy(in[0], many.to(in[0].device()), -100, passes); },
+        to_f32({leaf({64, 1000}, 2, 3.0)}));
+    if (test::gpu_present()) {
+      Tensor on_gpu = logits.to(Device::cuda(0));
+      CHECK_THROWS_WITH_AS(one_process_cross_entropy(on_gpu, i32({3, 0}, {2}).to(Device::cuda(0)), -100, passes),
+                           doctest::Contains("target 3 of row 0 is outside the 3 classes"), Error);
+      CHECK(one_process_cross_entropy(on_gpu, i32({-1, -1}, {2}).to(Device::cuda(0)), -1, passes).item() == 0.0);
+    }
   }
-  CHECK_THROWS_WITH_AS(cross_entropy(logits, i32({3, 0}, {2})),
+  CHECK_THROWS_WITH_AS(test::one_process_cross_entropy(logits, i32({3, 0}, {2})),
                        doctest::Contains("target 3 of row 0 is outside the 3 classes"), Error);
-  CHECK_THROWS_WITH_AS(cross_entropy(logits, i32({0}, {1})), doctest::Contains("targets must be"),
+  CHECK_THROWS_WITH_AS(test::one_process_cross_entropy(logits, i32({0}, {1})), doctest::Contains("targets must be"),
                        Error);
 }
 
@@ -405,7 +406,7 @@ TEST_CASE("dropout of a run of rows from element `first` on draws the whole tens
 // ---------------------------------------------------------------- a small composite
 TEST_CASE("a two-layer MLP with a LayerNorm trains its gradient end to end") {
   auto f = [](const In& in) {
-    Tensor h = gelu(add(matmul(in[0], in[1], false, true), in[2]));
+    Tensor h = bias_gelu(matmul(in[0], in[1], false, true), in[2]);
     return layernorm(matmul(h, in[3]), in[4], in[5]);
   };
   check_gradients(f, {leaf({2, 3, 4}, 1), leaf({6, 4}, 2), leaf({6}, 3), leaf({6, 5}, 4),

@@ -42,23 +42,6 @@ void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double
   });
 }
 
-void add_layernorm_forward(const Tensor& x, const Tensor& residual, const Tensor& w, const Tensor& b, double eps,
-                           Tensor& sum, Tensor& y, Tensor& mean, Tensor& rstd) {
-  detail::dispatch_float(x.dtype(), "add_layernorm", [&](auto tag) {
-    using T = decltype(tag);
-    int64_t c = x.size(-1), rows = x.numel() / c;
-    const T *px = x.data<T>(), *pres = residual.data<T>(), *pw = w.data<T>(), *pb = b.data<T>();
-    T *ps = sum.data<T>(), *py = y.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>();
-    parallel_for(rows, rows_grain(c), [&](int64_t lo, int64_t hi) {
-      for (int64_t r = lo; r < hi; ++r) {
-        T* h = ps + r * c;  // written here, normalised while it is still in L1
-        for (int64_t j = 0; j < c; ++j) h[j] = px[r * c + j] + pres[r * c + j];
-        normalize_row(h, pw, pb, c, eps, py + r * c, pm[r], pr[r]);
-      }
-    });
-  });
-}
-
 void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
                         const Tensor& dy, Tensor& dx, Tensor& dw, Tensor& db) {
   detail::dispatch_float(x.dtype(), "layernorm backward", [&](auto tag) {

@@ -1,4 +1,4 @@
-// GPU kernels of core/ops/bias_gelu.h: gelu(x + bias), the formula of gelu.cu.
+// GPU kernels of core/ops/bias_gelu.h: gelu(x + bias) in the tanh form, as on the CPU.
 #include "core/cuda/launch.h"
 #include "core/ops/bias_gelu.h"
 

@@ -7,25 +7,12 @@
 namespace flextp::cuda {
 namespace {
 
-// With a residual (add_layernorm), the row is first x + residual, written to `sum` and read
-// back from there: each thread reads only the entries it wrote itself (the same j throughout),
-// so no synchronisation is needed between the write and the reads.
 template <typename T>
-__global__ void layernorm_forward_kernel(const T* x, const T* residual, T* sum, const T* w, const T* b, T eps,
-                                         T* y, T* mean, T* rstd, int64_t c) {
+__global__ void layernorm_forward_kernel(const T* x, const T* w, const T* b, T eps, T* y, T* mean, T* rstd,
+                                         int64_t c) {
   const T* in = x + blockIdx.x * c;
   T s = 0;
-  if (residual) {
-    T* h = sum + blockIdx.x * c;
-    const T* res = residual + blockIdx.x * c;
-    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
-      h[j] = in[j] + res[j];
-      s += h[j];
-    }
-    in = h;
-  } else {
-    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) s += in[j];
-  }
+  for (int64_t j = threadIdx.x; j < c; j += blockDim.x) s += in[j];
   T m = block_sum(s) / T(c);
   T v = 0;
   for (int64_t j = threadIdx.x; j < c; j += blockDim.x) v += (in[j] - m) * (in[j] - m);
@@ -78,24 +65,10 @@ void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double
   if (rows == 0) return;
   dispatch_float(x.dtype(), "layernorm", [&](auto tag) {
     using T = decltype(tag);
-    layernorm_forward_kernel<T><<<rows, kBlock, 0, stream()>>>(x.data<T>(), nullptr, nullptr, w.data<T>(),
-                                                               b.data<T>(), T(eps), y.data<T>(), mean.data<T>(),
-                                                               rstd.data<T>(), c);
+    layernorm_forward_kernel<T><<<rows, kBlock, 0, stream()>>>(x.data<T>(), w.data<T>(), b.data<T>(), T(eps),
+                                                               y.data<T>(), mean.data<T>(), rstd.data<T>(), c);
   });
   FLEXTP_CUDA_LAUNCHED("layernorm");
-}
-
-void add_layernorm_forward(const Tensor& x, const Tensor& residual, const Tensor& w, const Tensor& b, double eps,
-                           Tensor& sum, Tensor& y, Tensor& mean, Tensor& rstd) {
-  int64_t c = x.size(-1), rows = c ? x.numel() / c : 0;
-  if (rows == 0) return;
-  dispatch_float(x.dtype(), "add_layernorm", [&](auto tag) {
-    using T = decltype(tag);
-    layernorm_forward_kernel<T><<<rows, kBlock, 0, stream()>>>(x.data<T>(), residual.data<T>(), sum.data<T>(),
-                                                               w.data<T>(), b.data<T>(), T(eps), y.data<T>(),
-                                                               mean.data<T>(), rstd.data<T>(), c);
-  });
-  FLEXTP_CUDA_LAUNCHED("add_layernorm");
 }
 
 void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,

@@ -1,7 +1,7 @@
 #pragma once
-// gelu(x + bias) in one pass: the MLP's first linear layer adds its bias inside the GELU pass, so
-// the sum x + bias is never written out (nor kept for the backward: the backward recomputes it).
-// x [..., M], bias [M]. Values and gradients are bitwise those of gelu(add(x, bias)).
+// gelu(x + bias) in one pass, GELU in GPT-2's tanh form: 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))).
+// The MLP's first linear layer adds its bias inside the GELU pass, so the sum x + bias is never
+// written out (nor kept for the backward: the backward recomputes it). x [..., M], bias [M].
 #include "core/tensor.h"
 
 namespace flextp {

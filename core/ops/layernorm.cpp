@@ -5,9 +5,7 @@
 
 namespace flextp {
 
-namespace {
-
-void check_layernorm_args(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
   FLEXTP_CHECK(x.ndim() >= 1, "layernorm of a scalar");
   int64_t c = x.size(-1);
   FLEXTP_CHECK(weight.shape() == Shape{c} && bias.shape() == Shape{c}, "layernorm: input ",
@@ -17,11 +15,10 @@ void check_layernorm_args(const Tensor& x, const Tensor& weight, const Tensor& b
   detail::check_same_device("layernorm", x, bias);
   detail::check_same_dtype("layernorm", x, weight);
   detail::check_same_dtype("layernorm", x, bias);
-}
-
-// y = layernorm(x, weight, bias) computed by the caller, with its row statistics: the graph node.
-void record_layernorm(Tensor& y, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& mean,
-                      const Tensor& rstd) {
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor mean = Tensor::empty({x.numel() / c}, x.dtype(), x.device());
+  Tensor rstd = Tensor::empty({x.numel() / c}, x.dtype(), x.device());
+  FLEXTP_DISPATCH(x.device(), layernorm_forward, x, weight, bias, eps, y, mean, rstd);
   Tensor xd = x.detach(), wd = weight.detach();
   record("layernorm", y, {x, weight, bias},
          [xd, wd, mean, rstd](const Tensor& g, const std::vector<bool>&) {
@@ -31,38 +28,6 @@ void record_layernorm(Tensor& y, const Tensor& x, const Tensor& weight, const Te
            FLEXTP_DISPATCH(xd.device(), layernorm_backward, xd, wd, mean, rstd, g, dx, dw, db);
            return std::vector<Tensor>{dx, dw, db};
          });
-}
-
-}  // namespace
-
-Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
-  check_layernorm_args(x, weight, bias);
-  int64_t c = x.size(-1);
-  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  Tensor mean = Tensor::empty({x.numel() / c}, x.dtype(), x.device());
-  Tensor rstd = Tensor::empty({x.numel() / c}, x.dtype(), x.device());
-  FLEXTP_DISPATCH(x.device(), layernorm_forward, x, weight, bias, eps, y, mean, rstd);
-  record_layernorm(y, x, weight, bias, mean, rstd);
-  return y;
-}
-
-Tensor add_layernorm(const Tensor& x, const Tensor& residual, const Tensor& weight, const Tensor& bias,
-                     Tensor& sum, double eps) {
-  check_layernorm_args(x, weight, bias);
-  FLEXTP_CHECK(residual.shape() == x.shape(), "add_layernorm: the residual ", residual.str(),
-               " must have the input's shape ", x.str());
-  detail::check_same_device("add_layernorm", x, residual);
-  detail::check_same_dtype("add_layernorm", x, residual);
-  int64_t c = x.size(-1);
-  sum = Tensor::empty(x.shape(), x.dtype(), x.device());
-  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  Tensor mean = Tensor::empty({x.numel() / c}, x.dtype(), x.device());
-  Tensor rstd = Tensor::empty({x.numel() / c}, x.dtype(), x.device());
-  FLEXTP_DISPATCH(x.device(), add_layernorm_forward, x, residual, weight, bias, eps, sum, y, mean, rstd);
-  // The add's node (its gradient passes to both inputs), then the LayerNorm's on the sum.
-  record("add", sum, {x, residual},
-         [](const Tensor& g, const std::vector<bool>&) { return std::vector<Tensor>{g, g}; });
-  record_layernorm(y, sum, weight, bias, mean, rstd);
   return y;
 }
 

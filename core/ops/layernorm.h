@@ -7,18 +7,9 @@ namespace flextp {
 
 Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
 
-// A residual add and the LayerNorm of its result in one pass: sum = x + residual (returned
-// through `sum`, a differentiable tensor: the residual stream goes on from it) and the returned
-// layernorm(sum, weight, bias). Bitwise the pair add, layernorm; the sum is not read back.
-Tensor add_layernorm(const Tensor& x, const Tensor& residual, const Tensor& weight, const Tensor& bias,
-                     Tensor& sum, double eps = 1e-5);
-
 namespace cpu {
 void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps, Tensor& y,
                        Tensor& mean, Tensor& rstd);
-// sum = x + residual, then layernorm_forward of sum.
-void add_layernorm_forward(const Tensor& x, const Tensor& residual, const Tensor& w, const Tensor& b, double eps,
-                           Tensor& sum, Tensor& y, Tensor& mean, Tensor& rstd);
 // Writes (not adds) dx, dw, db.
 void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
                         const Tensor& dy, Tensor& dx, Tensor& dw, Tensor& db);
@@ -26,8 +17,6 @@ void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, co
 namespace cuda {
 void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps, Tensor& y,
                        Tensor& mean, Tensor& rstd);
-void add_layernorm_forward(const Tensor& x, const Tensor& residual, const Tensor& w, const Tensor& b, double eps,
-                           Tensor& sum, Tensor& y, Tensor& mean, Tensor& rstd);
 void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
                         const Tensor& dy, Tensor& dx, Tensor& dw, Tensor& db);
 }  // namespace cuda

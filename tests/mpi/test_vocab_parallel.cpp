@@ -4,7 +4,6 @@
 // function equals its finite differences (f64).
 #include <doctest/doctest.h>
 
-#include "core/ops/cross_entropy.h"
 #include "core/ops/embedding.h"
 #include "core/ops/matmul.h"
 #include "parallel/tp/tp_ops.h"
@@ -53,9 +52,9 @@ TEST_CASE("vocab-parallel cross-entropy over the ranks: uneven layout, ignored t
   // The short unit's last id, both ends of other units, two ignored rows.
   Tensor targets = i32({22, -100, 0, 13, -100, 20}, {6});
 
-  // Loss and gathered gradients against the plain op on one process.
+  // Loss and gathered gradients against the same loss on one process, the whole vocabulary its own.
   Tensor one = test::leaf_of(all);
-  Tensor expected = cross_entropy(one, targets);
+  Tensor expected = test::one_process_cross_entropy(one, targets);
   expected.backward();
   Tensor mine = test::leaf_of(test::local_columns(all, layout));
   Tensor loss = vocab_parallel_cross_entropy(mine, targets, layout, &c);
@@ -135,7 +134,7 @@ TEST_CASE("vocab-parallel cross-entropy over the ranks with a padded table equal
   Tensor all = Tensor::randn({6, kVocab}, 11, 0, 0, 3.0, DType::F64);
   Tensor targets = i32({22, -100, 0, 13, 20, 7}, {6});
   Tensor one = test::leaf_of(all);
-  Tensor expected = cross_entropy(one, targets);
+  Tensor expected = test::one_process_cross_entropy(one, targets);
   expected.backward();
 
   Tensor mine = test::leaf_of(test::local_columns(test::with_loud_padding(all, kPaddedRows, 30.0), layout));

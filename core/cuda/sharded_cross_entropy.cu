@@ -1,53 +1,10 @@
-// GPU kernels of core/ops/cross_entropy.h and core/ops/sharded_cross_entropy.h: one block per row
-// of logits (the ops have checked and counted the targets).
+// GPU kernels of core/ops/sharded_cross_entropy.h: one block per row of logits (the op has
+// checked and counted the targets).
 #include "core/cuda/launch.h"
-#include "core/ops/cross_entropy.h"
-#include "core/ops/elementwise.h"
-#include "core/ops/reduce.h"
 #include "core/ops/sharded_cross_entropy.h"
 
 namespace flextp::cuda {
 namespace {
-
-template <typename T>
-__device__ T row_max(const T* row, int64_t v) {
-  T m = -INFINITY;
-  for (int64_t j = threadIdx.x; j < v; j += blockDim.x) m = max(m, row[j]);
-  return block_max(m);
-}
-
-template <typename T>
-__device__ T row_sum_exp(const T* row, int64_t v, T m) {
-  T s = 0;
-  for (int64_t j = threadIdx.x; j < v; j += blockDim.x) s += exp(row[j] - m);
-  return block_sum(s);
-}
-
-template <typename T>
-__global__ void ce_forward_kernel(const T* logits, const int32_t* targets, int32_t ignore, int64_t v,
-                                  T* lse, T* row_loss) {
-  const T* row = logits + blockIdx.x * static_cast<size_t>(v);
-  T m = row_max(row, v);
-  T l = m + log(row_sum_exp(row, v, m));
-  if (threadIdx.x == 0) {
-    int32_t t = targets[blockIdx.x];
-    lse[blockIdx.x] = l;
-    row_loss[blockIdx.x] = t == ignore ? T(0) : l - row[t];
-  }
-}
-
-// d[i, j] = scale_i (exp(x[i, j] - lse[i]) - [j == target_i]); scale_i = 0 drops row i.
-template <typename T>
-__global__ void ce_backward_kernel(const T* logits, const int32_t* targets, const T* lse,
-                                   const T* row_scale, T uniform_scale, int32_t ignore, int64_t v,
-                                   T* d) {
-  size_t base = blockIdx.x * static_cast<size_t>(v);
-  int32_t t = targets[blockIdx.x];
-  T s = row_scale ? row_scale[blockIdx.x] : (t == ignore ? T(0) : uniform_scale);
-  T l = lse[blockIdx.x];
-  for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
-    d[base + j] = s == T(0) ? T(0) : s * (exp(logits[base + j] - l) - (j == t ? T(1) : T(0)));
-}
 
 // The sharded passes visit only the runs of real-vocabulary columns ([begin, end) pairs).
 template <typename T>
@@ -175,36 +132,6 @@ __global__ void sharded_backward_from_probs_kernel(const T* probs, const int32_t
 }
 
 }  // namespace
-
-void cross_entropy_forward(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
-                           int64_t counted, Tensor& loss, Tensor& lse) {
-  int64_t n = logits.size(0), v = logits.size(1);
-  if (n == 0 || counted == 0) loss.zero_();
-  if (n == 0) return;
-  Tensor row_loss = Tensor::empty({n}, logits.dtype(), logits.device());
-  dispatch_float(logits.dtype(), "cross_entropy", [&](auto tag) {
-    using T = decltype(tag);
-    ce_forward_kernel<T><<<n, kBlock, 0, stream()>>>(logits.data<T>(), targets.data<int32_t>(),
-                                                     ignore_index, v, lse.data<T>(), row_loss.data<T>());
-  });
-  FLEXTP_CUDA_LAUNCHED("cross_entropy");
-  if (counted == 0) return;
-  sum_all(row_loss, loss);
-  scale(loss, 1.0 / static_cast<double>(counted), loss);
-}
-
-void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
-                            int32_t ignore_index, double scale_by, Tensor& dlogits) {
-  int64_t n = logits.size(0), v = logits.size(1);
-  if (n == 0 || v == 0) return;
-  dispatch_float(logits.dtype(), "cross_entropy backward", [&](auto tag) {
-    using T = decltype(tag);
-    ce_backward_kernel<T><<<n, kBlock, 0, stream()>>>(logits.data<T>(), targets.data<int32_t>(),
-                                                      lse.data<T>(), nullptr, T(scale_by),
-                                                      ignore_index, v, dlogits.data<T>());
-  });
-  FLEXTP_CUDA_LAUNCHED("cross_entropy backward");
-}
 
 void sharded_ce_row_max(const Tensor& logits, const Tensor& runs, Tensor& row_max_out) {
   int64_t n = logits.size(0), v = logits.size(1);

@@ -1,5 +1,3 @@
-#include "core/ops/gelu.h"
-
 #include <algorithm>
 #include <type_traits>
 
@@ -11,7 +9,7 @@ namespace {
 constexpr double kSqrt2OverPi = 0.7978845608028654;
 constexpr double kCubic = 0.044715;
 
-// The formulas, shared by gelu and bias_gelu so that the fused op is bitwise the unfused pair.
+// GELU's tanh form, 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))), and its derivative.
 // Eigen's array tanh is vectorised (a rational approximation accurate to a few ulp in float).
 struct GeluValues {
   template <typename Out, typename V>
@@ -48,12 +46,6 @@ void over_biased_rows(const Tensor& x, const Tensor& bias, Write&& write) {
   });
 }
 }  // namespace
-
-void gelu_forward(const Tensor& x, Tensor& y) { map_elementwise("gelu", x, y, GeluValues{}); }
-
-void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
-  map_elementwise("gelu backward", x, dy, dx, GeluGrads{});
-}
 
 void bias_gelu_forward(const Tensor& x, const Tensor& bias, Tensor& y) {
   detail::dispatch_float(x.dtype(), "bias_gelu", [&](auto tag) {
