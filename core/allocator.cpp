@@ -52,16 +52,10 @@ class CachingAllocator {
     stats_.cached += size;
   }
 
-  void release_cache() {
-    std::lock_guard<std::mutex> lock(mu_);
-    release_cache_locked();
-  }
-
   AllocatorStats stats() {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
   }
-
 
  private:
   void* system_alloc(size_t size) {
@@ -104,7 +98,6 @@ CachingAllocator& allocator_for(Device d) {
 
 void* device_alloc(Device d, size_t bytes) { return allocator_for(d).alloc(bytes); }
 void device_free(Device d, void* p, size_t bytes) { allocator_for(d).free(p, bytes); }
-void empty_cache(Device d) { allocator_for(d).release_cache(); }
 AllocatorStats allocator_stats(Device d) { return allocator_for(d).stats(); }
 
 }  // namespace flextp

@@ -16,8 +16,6 @@ struct AllocatorStats {
 
 void* device_alloc(Device d, size_t bytes);
 void device_free(Device d, void* p, size_t bytes);
-// Returns cached blocks of this device to the system.
-void empty_cache(Device d);
 AllocatorStats allocator_stats(Device d);
 
 }  // namespace flextp

@@ -35,18 +35,6 @@ inline std::string shape_str(const Shape& s) {
   return r + "]";
 }
 
-// Element strides of `in` when broadcast to `out` (0 along broadcast dimensions).
-inline std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
-  std::vector<int64_t> strides(out.size(), 0);
-  int64_t s = 1;
-  for (size_t i = 0; i < in.size(); ++i) {
-    size_t o = out.size() - 1 - i, k = in.size() - 1 - i;
-    strides[o] = in[k] == 1 ? 0 : s;
-    s *= in[k];
-  }
-  return strides;
-}
-
 // True when `small`, stripped of leading 1s, is a suffix of `big`: it repeats every numel(small)
 // (a bias against activations).
 inline bool is_suffix(const Shape& small, const Shape& big) {

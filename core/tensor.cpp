@@ -56,21 +56,17 @@ void fill_host_random(T* p, int64_t n, Gen gen) {
   });
 }
 
-Tensor random_tensor(const Shape& shape, DType dtype, Device device, bool normal, uint64_t seed,
-                     uint64_t stream, double a, double b, uint64_t first) {
+}  // namespace
+
+// Generated on the host and copied (only initialisation and tests draw whole tensors), so a GPU
+// tensor holds the CPU's numbers.
+Tensor Tensor::randn(const Shape& shape, uint64_t seed, uint64_t stream, double mean, double std,
+                     DType dtype, Device device, uint64_t first) {
+  if (!device.is_cpu()) return randn(shape, seed, stream, mean, std, dtype, Device::cpu(), first).to(device);
   Tensor t = Tensor::empty(shape, dtype, device);
   int64_t n = t.numel();
-  auto gen = [&](int64_t i) {
-    return normal ? a + b * rng::normal(first + i, stream, seed)
-                  : a + (b - a) * rng::uniform(first + i, stream, seed);
-  };
-  if (device.is_cuda()) {
-    FLEXTP_CHECK(dtype == DType::F32 && first == 0, "random tensors on the GPU are f32, whole");
-    if (normal)
-      cuda::fill_normal_f32(t.data<float>(), n, seed, stream, a, b);
-    else
-      cuda::fill_uniform_f32(t.data<float>(), n, seed, stream, a, b);
-  } else if (dtype == DType::F32) {
+  auto gen = [&](int64_t i) { return mean + std * rng::normal(first + i, stream, seed); };
+  if (dtype == DType::F32) {
     fill_host_random(t.data<float>(), n, gen);
   } else if (dtype == DType::F64) {
     fill_host_random(t.data<double>(), n, gen);
@@ -79,8 +75,6 @@ Tensor random_tensor(const Shape& shape, DType dtype, Device device, bool normal
   }
   return t;
 }
-
-}  // namespace
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   return Tensor(new_impl(shape, dtype, device));
@@ -111,16 +105,6 @@ Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape, Dev
 template Tensor Tensor::from_vector(const std::vector<float>&, const Shape&, Device);
 template Tensor Tensor::from_vector(const std::vector<double>&, const Shape&, Device);
 template Tensor Tensor::from_vector(const std::vector<int32_t>&, const Shape&, Device);
-
-Tensor Tensor::randn(const Shape& shape, uint64_t seed, uint64_t stream, double mean, double std,
-                     DType dtype, Device device, uint64_t first_index) {
-  return random_tensor(shape, dtype, device, true, seed, stream, mean, std, first_index);
-}
-
-Tensor Tensor::uniform(const Shape& shape, uint64_t seed, uint64_t stream, double lo, double hi,
-                       DType dtype, Device device, uint64_t first_index) {
-  return random_tensor(shape, dtype, device, false, seed, stream, lo, hi, first_index);
-}
 
 int64_t Tensor::size(int dim) const {
   int n = ndim();

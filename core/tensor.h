@@ -51,14 +51,11 @@ class Tensor {
   template <typename T>
   static Tensor from_vector(const std::vector<T>& values, const Shape& shape,
                             Device device = Device::cpu());
-  // Seeded counter-based random tensors (core/random.h): element i of the result is a function
-  // of (seed, stream, first_index + i) alone, on every device.
+  // A seeded counter-based normal random tensor (core/random.h): element i of the result is a
+  // function of (seed, stream, first_index + i) alone, on every device.
   static Tensor randn(const Shape& shape, uint64_t seed, uint64_t stream = 0, double mean = 0,
                       double std = 1, DType dtype = DType::F32, Device device = Device::cpu(),
                       uint64_t first_index = 0);
-  static Tensor uniform(const Shape& shape, uint64_t seed, uint64_t stream = 0, double lo = 0,
-                        double hi = 1, DType dtype = DType::F32, Device device = Device::cpu(),
-                        uint64_t first_index = 0);
 
   // ---- description ----
   bool defined() const { return impl_ != nullptr; }

@@ -135,38 +135,6 @@ TEST_CASE("the pack kernel's part lookup and the column sums' row chunks") {
   }
 }
 
-TEST_CASE("general broadcasting and its reverse sum, by the CUDA kernels' index arithmetic") {
-  std::vector<std::pair<Shape, Shape>> cases{{{3, 1, 5}, {1, 4, 1}}, {{2, 1, 3}, {3}}, {{5}, {2, 4, 5}},
-                                             {{}, {2, 3}}, {{2, 3, 1, 2}, {3, 4, 1}}};
-  for (const auto& shapes : cases) {
-    const Shape &sa = shapes.first, &sb = shapes.second;  // (not a structured binding: INFO captures)
-    INFO(shape_str(sa), " and ", shape_str(sb));
-    Tensor a = Tensor::randn(sa, 1, 0, 0, 1, DType::F64), b = Tensor::randn(sb, 2, 0, 0, 1, DType::F64);
-    Tensor expected = mul(a, b);
-    cuda::Broadcast bc = cuda::make_broadcast(sa, sb, expected.shape());
-    std::vector<double> va = a.to_vector<double>(), vb = b.to_vector<double>(), got(expected.numel());
-    for (int64_t i = 0; i < expected.numel(); ++i) {
-      int64_t ia, ib;
-      bc.offsets(i, ia, ib);
-      got[i] = va[ia] * vb[ib];
-    }
-    test::check_values(expected, got, 1e-12);
-    // The backward's sums back to each operand's shape.
-    for (const Shape& to : {sa, sb}) {
-      Tensor want = sum_to_shape(expected, to);
-      cuda::Reduction r = cuda::make_reduction(expected.shape(), to);
-      std::vector<double> g = expected.to_vector<double>(), sums(numel(to));
-      for (int64_t o = 0; o < numel(to); ++o) {
-        double s = 0;
-        for (int64_t k = 0; k < r.reduced_count; ++k) s += g[r.base(o) + r.offset(k)];
-        sums[o] = s;
-      }
-      test::check_values(want, sums, 1e-12);
-    }
-  }
-  CHECK_THROWS_WITH_AS(cuda::make_broadcast({1}, {1}, Shape(9, 1)), doctest::Contains("more than 8 dimensions"), Error);
-}
-
 TEST_CASE("a bf16 copy of a GEMM operand spans every element the GEMM reads") {
   struct Case {
     int64_t rows, cols, batch, ld, stride;

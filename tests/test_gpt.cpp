@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/random.h"
 #include "nn/generate.h"
 #include "nn/gpt.h"
 #include "nn/gelu_mlp.h"
@@ -27,9 +28,7 @@ GPTConfig tiny(DType dtype = DType::F32) {
 }
 Tensor random_ids(Shape shape, int64_t vocab, uint64_t seed) {
   std::vector<int32_t> v(numel(shape));
-  Tensor u = Tensor::uniform({numel(shape)}, seed, 0, 0, static_cast<double>(vocab), DType::F64);
-  std::vector<double> x = u.to_vector<double>();
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(x[i]);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(rng::uniform(i, 0, seed) * static_cast<double>(vocab));
   return Tensor::from_vector(v, shape);
 }
 

@@ -44,31 +44,31 @@ void check_f32_matches_f64(const test::Fn& f, const std::vector<Tensor>& in64, d
 }
 }  // namespace
 
-// ---------------------------------------------------------------- add / sub / mul / scale
-TEST_CASE("add, sub, mul: values with broadcasting") {
+// ---------------------------------------------------------------- add / mul / scale
+TEST_CASE("add, mul: values, a bias on either side, a scalar") {
   Tensor a = f32({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor bias = f32({10, 20, 30}, {3});
   test::check_values(add(a, bias), {11, 22, 33, 14, 25, 36});
-  test::check_values(sub(bias, a), {9, 18, 27, 6, 15, 24});
+  test::check_values(mul(bias, a), {10, 40, 90, 40, 100, 180});
   test::check_values(mul(a, f32({2}, {})), {2, 4, 6, 8, 10, 12});
-  test::check_values(mul(a, f32({1, -1}, {2, 1})), {1, 2, 3, -4, -5, -6});  // general path
   test::check_values(scale(a, 0.5), {0.5, 1, 1.5, 2, 2.5, 3});
-  CHECK(add(f32({1, 2}, {2, 1}), f32({1, 2, 3}, {1, 3})).shape() == Shape{2, 3});
+  CHECK(add(f32({1, 2, 3}, {1, 3}), a).shape() == Shape{2, 3});
 }
 
-TEST_CASE("add, sub, mul, scale: gradients, including broadcast inputs") {
+TEST_CASE("add, mul, scale: gradients, including repeated inputs") {
   for (auto entry : std::vector<std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>>{
-           {"add", add}, {"sub", sub}, {"mul", mul}}) {
+           {"add", add}, {"mul", mul}}) {
     auto [name_of, fn] = entry;
     const char* name = name_of;
     INFO(name);
     auto f = [fn = fn](const In& in) { return fn(in[0], in[1]); };
     check_gradients(f, {leaf({4, 5}, 1), leaf({4, 5}, 2)});
     check_gradients(f, {leaf({2, 4, 5}, 3), leaf({5}, 4)});     // bias
-    check_gradients(f, {leaf({5}, 5), leaf({2, 4, 5}, 6)});     // bias first
-    check_gradients(f, {leaf({3, 1, 5}, 7), leaf({1, 4, 1}, 8)});  // both broadcast
-    check_f32_matches_f64(f, {leaf({3, 1, 5}, 7), leaf({1, 4, 1}, 8)});
+    check_gradients(f, {leaf({1, 5}, 5), leaf({2, 4, 5}, 6)});  // bias first, with a leading 1
+    check_gradients(f, {leaf({3, 4}, 7), leaf({}, 8)});         // scalar
+    check_f32_matches_f64(f, {leaf({2, 4, 5}, 3), leaf({5}, 4)});
     test::check_on_gpu(f, to_f32({leaf({2, 4, 5}, 3), leaf({5}, 4)}));
+    test::check_on_gpu(f, to_f32({leaf({5}, 5), leaf({2, 4, 5}, 6)}));
   }
   check_gradients([](const In& in) { return scale(in[0], -1.5); }, {leaf({3, 3}, 9)});
 }
@@ -76,20 +76,20 @@ TEST_CASE("add, sub, mul, scale: gradients, including broadcast inputs") {
 TEST_CASE("mismatched shapes name both shapes") {
   CHECK_THROWS_WITH_AS(add(Tensor::zeros({2, 3}), Tensor::zeros({4})),
                        doctest::Contains("[2, 3] and [4] cannot be broadcast"), Error);
+  // Only one operand may repeat, along the other's leading dimensions.
+  CHECK_THROWS_WITH_AS(mul(Tensor::zeros({2, 1}), Tensor::zeros({1, 3})),
+                       doctest::Contains("[2, 1] and [1, 3] cannot be broadcast"), Error);
   CHECK_THROWS_WITH_AS(add(Tensor::zeros({2}), Tensor::zeros({2}, DType::F64)),
                        doctest::Contains("dtypes differ"), Error);
 }
 
-// ---------------------------------------------------------------- sum / mean
-TEST_CASE("sum and mean") {
+// ---------------------------------------------------------------- sum
+TEST_CASE("sum") {
   Tensor a = f32({1, 2, 3, 4}, {2, 2});
   CHECK(sum(a).item() == 10);
-  CHECK(mean(a).item() == 2.5);
   CHECK(sum(a).shape() == Shape{});
   check_gradients([](const In& in) { return sum(in[0]); }, {leaf({3, 4}, 1)});
-  check_gradients([](const In& in) { return mean(in[0]); }, {leaf({3, 4}, 2)});
   test::check_on_gpu([](const In& in) { return sum(in[0]); }, to_f32({leaf({1000, 37}, 3)}));
-  CHECK_THROWS_WITH_AS(mean(Tensor::zeros({0})), doctest::Contains("empty"), Error);
 }
 
 // ---------------------------------------------------------------- matmul

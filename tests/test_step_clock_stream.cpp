@@ -189,8 +189,8 @@ TEST_CASE("on the GPU, the step clock counts the time a started all-reduce holds
     FakeDevice unused;
     BusyComm() : StreamComm(unused, 0) {}
     std::unique_ptr<PendingReduce> start_all_reduce(Tensor&, ReduceOp) override {
-      Tensor a = Tensor::uniform({2048, 2048}, 1, 0, 0, 1.0 / 1024, DType::F32, Device::cuda(0));
-      Tensor b = Tensor::uniform({2048, 2048}, 2, 0, 0, 1.0 / 1024, DType::F32, Device::cuda(0));
+      Tensor a = Tensor::full({2048, 2048}, 1.0 / 2048, DType::F32, Device::cuda(0));
+      Tensor b = Tensor::full({2048, 2048}, 1.0 / 2048, DType::F32, Device::cuda(0));
       for (int i = 0; i < 20; ++i) a = matmul(a, b);
       return finished_reduce();
     }

@@ -12,7 +12,6 @@ constexpr int64_t kGrain = 1 << 15;
 template <BinaryOp Op, typename T>
 T apply(T a, T b) {
   if constexpr (Op == BinaryOp::Add) return a + b;
-  if constexpr (Op == BinaryOp::Sub) return a - b;
   if constexpr (Op == BinaryOp::Mul) return a * b;
 }
 
@@ -35,24 +34,12 @@ void binary_impl(const Tensor& a, const Tensor& b, Tensor& out) {
       for (int64_t r = lo; r < hi; ++r)
         for (int64_t j = 0; j < m; ++j) po[r * m + j] = apply<Op>(pa[r * m + j], pb[j]);
     });
-  } else if (b.numel() == n && is_suffix(a.shape(), os)) {  // bias op x
+  } else {  // bias op x (the op checked that a repeats along x's leading dimensions)
     int64_t m = a.numel();
     parallel_for(m ? n / m : 0, kGrain / (m + 1) + 1, [&](int64_t lo, int64_t hi) {
       for (int64_t r = lo; r < hi; ++r)
         for (int64_t j = 0; j < m; ++j) po[r * m + j] = apply<Op>(pa[j], pb[r * m + j]);
     });
-  } else {  // general broadcasting: walk the output index
-    std::vector<int64_t> sa = broadcast_strides(a.shape(), os), sb = broadcast_strides(b.shape(), os);
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t rem = i, ia = 0, ib = 0;
-      for (int d = static_cast<int>(os.size()) - 1; d >= 0; --d) {
-        int64_t idx = rem % os[d];
-        rem /= os[d];
-        ia += idx * sa[d];
-        ib += idx * sb[d];
-      }
-      po[i] = apply<Op>(pa[ia], pb[ib]);
-    }
   }
 }
 
@@ -63,7 +50,6 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
     using T = decltype(tag);
     switch (op) {
       case BinaryOp::Add: return binary_impl<BinaryOp::Add, T>(a, b, out);
-      case BinaryOp::Sub: return binary_impl<BinaryOp::Sub, T>(a, b, out);
       case BinaryOp::Mul: return binary_impl<BinaryOp::Mul, T>(a, b, out);
     }
   });
@@ -101,23 +87,9 @@ void sum_to(const Tensor& g, Tensor& out) {
     using T = decltype(tag);
     const T* pg = g.data<T>();
     T* po = out.data<T>();
-    int64_t n = g.numel(), m = out.numel();
-    if (is_suffix(out.shape(), g.shape())) {  // bias gradient: sum of rows
-      auto rows = matrix(pg, m ? n / m : 0, m, m);
-      Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(po, m) = rows.colwise().sum();
-      return;
-    }
-    std::fill(po, po + m, T(0));
-    const Shape& gs = g.shape();
-    std::vector<int64_t> so = broadcast_strides(out.shape(), gs);
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t rem = i, io = 0;
-      for (int d = static_cast<int>(gs.size()) - 1; d >= 0; --d) {
-        io += (rem % gs[d]) * so[d];
-        rem /= gs[d];
-      }
-      po[io] += pg[i];
-    }
+    int64_t n = g.numel(), m = out.numel();  // a bias gradient: the sums of the rows' columns
+    auto rows = matrix(pg, m ? n / m : 0, m, m);
+    Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(po, m) = rows.colwise().sum();
   });
 }
 

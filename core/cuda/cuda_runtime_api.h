@@ -31,9 +31,6 @@ double mark_ms(void* from, void* to);
 void release_mark(void* mark);
 // Elementwise fills on device memory (fp32/fp64/int32 by element size).
 void fill(void* dst, size_t n, DType dtype, double value);
-// The same counter-based random numbers as the CPU (see core/random.h).
-void fill_uniform_f32(float* dst, size_t n, uint64_t seed, uint64_t stream, float lo, float hi);
-void fill_normal_f32(float* dst, size_t n, uint64_t seed, uint64_t stream, float mean, float std);
 // Keeps `device` busy for about `ms` milliseconds and returns when it is done: a kernel that fills
 // every SM and spins on the GPU's clock, launched from the calling thread on a stream of that
 // thread's own (never flextp's compute stream), so that the training's kernels wait for SMs as

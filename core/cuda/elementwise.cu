@@ -1,8 +1,7 @@
-// GPU kernels of core/ops/elementwise.h: same-shape, bias (suffix) and general broadcasting, and
-// the sums that undo broadcasting in the backward.
+// GPU kernels of core/ops/elementwise.h: same-shape and bias (suffix) operands, and the column
+// sums that undo a bias's repetition in the backward.
 #include "core/cuda/column_sums.cuh"
 #include "core/cuda/launch.h"
-#include "core/cuda/indexing.h"
 #include "core/ops/elementwise.h"
 
 namespace flextp::cuda {
@@ -10,7 +9,7 @@ namespace {
 
 template <typename T>
 __device__ T apply(BinaryOp op, T a, T b) {
-  return op == BinaryOp::Add ? a + b : op == BinaryOp::Sub ? a - b : a * b;
+  return op == BinaryOp::Add ? a + b : a * b;
 }
 
 // a repeats every ma elements of the output, b every mb (equal to n: the same shape; smaller: a
@@ -19,25 +18,6 @@ template <typename T>
 __global__ void binary_kernel(BinaryOp op, const T* a, const T* b, T* out, size_t n, size_t ma,
                               size_t mb) {
   FLEXTP_CUDA_GRID_LOOP(i, n) out[i] = apply(op, a[i % ma], b[i % mb]);
-}
-
-template <typename T>
-__global__ void broadcast_kernel(BinaryOp op, const T* a, const T* b, T* out, size_t n, Broadcast bc) {
-  FLEXTP_CUDA_GRID_LOOP(i, n) {
-    int64_t ia, ib;
-    bc.offsets(static_cast<int64_t>(i), ia, ib);
-    out[i] = apply(op, a[ia], b[ib]);
-  }
-}
-
-template <typename T>
-__global__ void reduce_kernel(const T* g, T* out, size_t m, Reduction r) {
-  FLEXTP_CUDA_GRID_LOOP(o, m) {
-    int64_t base = r.base(static_cast<int64_t>(o));
-    T s = 0;
-    for (int64_t k = 0; k < r.reduced_count; ++k) s += g[base + r.offset(k)];
-    out[o] = s;
-  }
 }
 
 template <typename T>
@@ -55,21 +35,10 @@ __global__ void axpy_kernel(T* dst, const T* src, T alpha, size_t n) {
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   size_t n = out.numel();
   if (n == 0) return;
-  const Shape& os = out.shape();
-  bool a_full = a.numel() == out.numel(), b_full = b.numel() == out.numel();
-  if ((a_full || is_suffix(a.shape(), os)) && (b_full || is_suffix(b.shape(), os))) {
-    dispatch_float(out.dtype(), "cuda binary op", [&](auto tag) {
-      using T = decltype(tag);
-      binary_kernel<<<grid_for(n), kBlock, 0, stream()>>>(op, a.data<T>(), b.data<T>(), out.data<T>(), n,
-                                                          a.numel(), b.numel());
-    });
-    FLEXTP_CUDA_LAUNCHED("binary op");
-    return;
-  }
-  Broadcast bc = make_broadcast(a.shape(), b.shape(), os);
   dispatch_float(out.dtype(), "cuda binary op", [&](auto tag) {
     using T = decltype(tag);
-    broadcast_kernel<<<grid_for(n), kBlock, 0, stream()>>>(op, a.data<T>(), b.data<T>(), out.data<T>(), n, bc);
+    binary_kernel<<<grid_for(n), kBlock, 0, stream()>>>(op, a.data<T>(), b.data<T>(), out.data<T>(), n,
+                                                        a.numel(), b.numel());
   });
   FLEXTP_CUDA_LAUNCHED("binary op");
 }
@@ -97,21 +66,11 @@ void axpy(Tensor& dst, const Tensor& src, double alpha) {
 void sum_to(const Tensor& g, Tensor& out) {
   size_t m = out.numel();
   if (m == 0) return;
-  const Shape& gs = g.shape();
-  if (is_suffix(out.shape(), gs)) {  // a bias gradient: the sums of the rows' columns
-    size_t rows = g.numel() / m;
-    dispatch_float(g.dtype(), "cuda sum_to_shape", [&](auto tag) {
-      using T = decltype(tag);
-      column_sums(MatrixEntry<T>{g.data<T>(), m}, rows, m, out.data<T>(), g.device(), "sum_to_shape");
-    });
-    return;
-  }
-  Reduction r = make_reduction(gs, out.shape());
+  size_t rows = g.numel() / m;  // a bias gradient: the sums of the rows' columns
   dispatch_float(g.dtype(), "cuda sum_to_shape", [&](auto tag) {
     using T = decltype(tag);
-    reduce_kernel<<<grid_for(m), kBlock, 0, stream()>>>(g.data<T>(), out.data<T>(), m, r);
+    column_sums(MatrixEntry<T>{g.data<T>(), m}, rows, m, out.data<T>(), g.device(), "sum_to_shape");
   });
-  FLEXTP_CUDA_LAUNCHED("sum_to_shape");
 }
 
 }  // namespace flextp::cuda

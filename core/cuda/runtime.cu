@@ -22,18 +22,6 @@ __global__ void fill_kernel(T* dst, size_t n, T value) {
   if (i < n) dst[i] = value;
 }
 
-__global__ void uniform_kernel(float* dst, size_t n, uint64_t seed, uint64_t stream, float lo,
-                               float hi) {
-  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
-  if (i < n) dst[i] = static_cast<float>(lo + (hi - lo) * rng::uniform(i, stream, seed));
-}
-
-__global__ void normal_kernel(float* dst, size_t n, uint64_t seed, uint64_t stream, float mean,
-                              float std) {
-  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
-  if (i < n) dst[i] = static_cast<float>(mean + std * rng::normal(i, stream, seed));
-}
-
 constexpr int kMaxDevices = 64;
 
 }  // namespace
@@ -124,16 +112,5 @@ void fill(void* dst, size_t n, DType dtype, double value) {
   FLEXTP_CUDA_CHECK(cudaGetLastError());
 }
 
-void fill_uniform_f32(float* dst, size_t n, uint64_t seed, uint64_t rng_stream, float lo, float hi) {
-  if (n == 0) return;
-  uniform_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(dst, n, seed, rng_stream, lo, hi);
-  FLEXTP_CUDA_CHECK(cudaGetLastError());
-}
-
-void fill_normal_f32(float* dst, size_t n, uint64_t seed, uint64_t rng_stream, float mean, float std) {
-  if (n == 0) return;
-  normal_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(dst, n, seed, rng_stream, mean, std);
-  FLEXTP_CUDA_CHECK(cudaGetLastError());
-}
 
 }  // namespace flextp::cuda

@@ -23,8 +23,6 @@ void* record_mark() { no_cuda("a mark on the CUDA stream"); }
 double mark_ms(void*, void*) { no_cuda("timing the CUDA stream"); }
 void release_mark(void*) {}
 void fill(void*, size_t, DType, double) { no_cuda("cuda fill"); }
-void fill_uniform_f32(float*, size_t, uint64_t, uint64_t, float, float) { no_cuda("cuda uniform"); }
-void fill_normal_f32(float*, size_t, uint64_t, uint64_t, float, float) { no_cuda("cuda randn"); }
 void spin(int, double) { no_cuda("a busy kernel on a GPU"); }
 
 std::string cudnn_attention_describe(bool, const AttentionLayout&) {

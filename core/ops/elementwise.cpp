@@ -1,33 +1,26 @@
 #include "core/ops/elementwise.h"
 
-#include <algorithm>
-
 #include "core/autograd.h"
 #include "core/dispatch.h"
 
 namespace flextp {
 
-Shape broadcast_shape(const Shape& a, const Shape& b) {
-  size_t n = std::max(a.size(), b.size());
-  Shape out(n);
-  for (size_t i = 0; i < n; ++i) {
-    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    FLEXTP_CHECK(da == db || da == 1 || db == 1, "shapes ", shape_str(a), " and ", shape_str(b),
-                 " cannot be broadcast together");
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
 Tensor sum_to_shape(const Tensor& g, const Shape& shape) {
   if (g.shape() == shape) return g;
+  FLEXTP_CHECK(is_suffix(shape, g.shape()), "sum_to_shape: ", g.str(), " does not repeat ", shape_str(shape));
   Tensor out = Tensor::empty(shape, g.dtype(), g.device());
   FLEXTP_DISPATCH(g.device(), sum_to, g, out);
   return out;
 }
 
 namespace {
+
+// The larger shape, where the other one repeats along its leading dimensions.
+Shape broadcast_shape(const Shape& a, const Shape& b) {
+  if (is_suffix(b, a)) return a;
+  FLEXTP_CHECK(is_suffix(a, b), "shapes ", shape_str(a), " and ", shape_str(b), " cannot be broadcast together");
+  return b;
+}
 
 Tensor binary_raw(BinaryOp op, const Tensor& a, const Tensor& b) {
   detail::check_same_device("binary op", a, b);
@@ -47,15 +40,7 @@ Tensor binary(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
       if (needs[1]) grads[1] = sum_to_shape(binary_raw(BinaryOp::Mul, g, ad), bd.shape());
     } else {
       if (needs[0]) grads[0] = sum_to_shape(g, ad.shape());
-      if (needs[1]) {
-        Tensor gb = sum_to_shape(g, bd.shape());
-        if (op == BinaryOp::Sub) {
-          Tensor neg = Tensor::empty(gb.shape(), gb.dtype(), gb.device());
-          FLEXTP_DISPATCH(gb.device(), scale, gb, -1.0, neg);
-          gb = neg;
-        }
-        grads[1] = gb;
-      }
+      if (needs[1]) grads[1] = sum_to_shape(g, bd.shape());
     }
     return grads;
   });
@@ -65,7 +50,6 @@ Tensor binary(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, "add", a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Sub, "sub", a, b); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, "mul", a, b); }
 
 Tensor scale(const Tensor& x, double s) {

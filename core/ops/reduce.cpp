@@ -27,9 +27,4 @@ Tensor sum_squares(const Tensor& x) {
   return out;
 }
 
-Tensor mean(const Tensor& x) {
-  FLEXTP_CHECK(x.numel() > 0, "mean of an empty tensor ", x.str());
-  return scale(sum(x), 1.0 / static_cast<double>(x.numel()));
-}
-
 }  // namespace flextp
