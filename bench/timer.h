@@ -7,6 +7,7 @@
 
 namespace flextp::bench {
 
+using flextp::median;
 using flextp::now_ms;
 
 template <typename F>
@@ -18,8 +19,7 @@ double median_ms(F&& f, int warmup = 2, int reps = 7) {
     f();
     t.push_back(now_ms() - start);
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median(t);
 }
 
 // Fastest of `reps` runs: on a shared machine other work only ever slows a run down, so this is

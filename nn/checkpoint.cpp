@@ -41,25 +41,17 @@ Tensor permute_transpose(const Tensor& in, const GPTConfig& c, bool qkv, bool to
   Tensor out = Tensor::empty(shape, in.dtype());
   const T* src = in.data<T>();
   T* dst = out.data<T>();
-  if (in.ndim() == 1) {
-    int64_t n = in.size(0);
-    for (int64_t r = 0; r < n; ++r) {
-      if (to_hf) dst[qkv ? hf_qkv_row(r, c) : r] = src[r];
-      else dst[r] = src[qkv ? hf_qkv_row(r, c) : r];
-    }
-    return out;
-  }
-  if (to_hf) {  // ours [R, K] -> hf [K, R]
-    int64_t rows = in.size(0), k = in.size(1);
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t col = qkv ? hf_qkv_row(r, c) : r;
-      for (int64_t j = 0; j < k; ++j) dst[j * rows + col] = src[r * k + j];
-    }
-  } else {  // hf [K, R] -> ours [R, K]
-    int64_t k = in.size(0), rows = in.size(1);
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t col = qkv ? hf_qkv_row(r, c) : r;
-      for (int64_t j = 0; j < k; ++j) dst[r * k + j] = src[j * rows + col];
+  // Element (r, j) of ours [R, K] is element (j, col(r)) of hf's [K, R]; a bias [R] is K = 1.
+  bool matrix = in.ndim() == 2;
+  int64_t rows = matrix ? in.size(to_hf ? 0 : 1) : in.size(0), k = matrix ? in.size(to_hf ? 1 : 0) : 1;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t col = qkv ? hf_qkv_row(r, c) : r;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t ours = r * k + j, theirs = j * rows + col;
+      if (to_hf)
+        dst[theirs] = src[ours];
+      else
+        dst[ours] = src[theirs];
     }
   }
   return out;
@@ -277,7 +269,6 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
     smeta["optimizer"] = optimizer->name();
     smeta["optimizer_steps"] = std::to_string(optimizer->steps_taken());
     smeta["seed"] = std::to_string(state.seed);
-    for (const auto& [k, v] : state.extra) smeta["extra." + k] = v;
     // The new state goes beside the old one until the weights are in place: a save killed at
     // any point leaves a pair of one step (the loader also looks for PATH.state.next).
     write_safetensors(next_state_path(path), slots, smeta);

@@ -3,7 +3,6 @@
 #include "nn/unit_costs.h"
 #include "nn/units.h"
 #include "parallel/comm/cost_model.h"
-#include "parallel/dp/replica_agreement.h"
 #include "train/flags.h"
 
 namespace flextp {
@@ -31,7 +30,6 @@ std::unique_ptr<Balancer> make_balancer(StepClock& clock, const ProcessGroups& g
                                         int optimizer_slots, TrainLog& log) {
   ModelCosts costs = gpt_model_costs(c, {groups.share, o.data.seq_len, optimizer_slots});
   CommCostModel model = communication_model(clock.untimed(), o, c, costs, device, groups.micro_windows);
-  if (groups.dp) share_comm_model(*groups.dp, model);  // the replicas' balancers weigh moves alike
   clock.set_reduce_method(model.reduce);
   if (clock.size() > 1) log.say("communication (fitted on this communicator):\n%s", model.table().c_str());
   return std::make_unique<Balancer>(clock.untimed(), costs, partition, model, o.balancing.balancer);

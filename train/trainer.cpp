@@ -18,8 +18,6 @@ Trainer::Trainer(StepSettings settings, GPT& model, Optimizer& opt, StepClock& c
       shares_(replicas.grid, settings_.batch, settings_.micro_batch, settings_.speed_shares, settings_.monitor_window) {
   FLEXTP_CHECK(replicas_.grid.dp == (replicas_.comm ? replicas_.comm->size() : 1), "a grid of ", replicas_.grid.dp,
                " replicas needs a data-parallel group of as many ranks");
-  // Both checked before the first step: a bad share stops the run at once.
-  micro_steps(replicas_.grid.windows(settings_.batch).second, settings_.micro_batch);
   if (several_replicas()) {
     FLEXTP_CHECK(replicas_.world, "a grid of ", replicas_.grid.dp, " replicas needs the world's communicator");
     sync_ = std::make_unique<GradientSync>(*replicas_.comm, *replicas_.world, replicas_.grid, balancer_.partition(),

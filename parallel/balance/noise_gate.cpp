@@ -4,20 +4,9 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/timer.h"
 
 namespace flextp {
-namespace {
-
-double median(std::vector<double> v) {
-  size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  double upper = v[mid];
-  if (v.size() % 2) return upper;
-  return 0.5 * (upper + *std::max_element(v.begin(), v.begin() + mid));
-}
-
-}  // namespace
-
 bool clear_slowdown(double speed, const std::vector<double>& quiet, const NoiseGateOptions& o) {
   if (static_cast<int>(quiet.size()) < o.min_samples) return false;
   double baseline = median(quiet);

@@ -7,13 +7,6 @@
 
 namespace flextp {
 
-double Trials::median_ms(std::vector<double> ms) {
-  if (ms.empty()) return 0.0;
-  std::sort(ms.begin(), ms.end());
-  size_t n = ms.size();
-  return n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
-}
-
 namespace {
 constexpr double kSameLevel = 0.25;  // steps within 25% of the last are at its level
 }  // namespace
@@ -73,7 +66,7 @@ TrialEvent Trials::observe(double step_ms, const std::vector<double>& speeds, bo
 }
 
 TrialEvent Trials::verdict() {
-  after_ms_ = median_ms(after_);
+  after_ms_ = median(after_);
   inconclusive_ = moved(start_shares_, o_.new_conditions);
   if (after_ms_ <= before_ms_ * (1 - o_.keep_gain)) {
     phase_ = Phase::idle;
@@ -118,7 +111,7 @@ void Trials::start(Change c, double predicted_gain, const std::string& from, con
   before_ = recent_;
   // The steps at the level of the last one: a policy that acts on the first steps of a slowdown
   // must be judged against them, not against the faster steps before it began.
-  before_ms_ = c == Change::resize ? recent_.back() : median_ms(at_level());
+  before_ms_ = c == Change::resize ? recent_.back() : median(at_level());
   start_shares_ = shares_;
   worse_.erase(to);
   after_.clear();

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/timer.h"
 #include "parallel/balance/planner.h"
 
 namespace flextp {
@@ -75,7 +76,7 @@ class Trials {
   // conditions of now.
   bool known_worse(const std::string& key) const;
   // The median of the recent full steps of the current configuration (0: none yet).
-  double recent_ms() const { return median_ms(recent_); }
+  double recent_ms() const { return median(recent_); }
   int64_t recent_steps() const { return static_cast<int64_t>(recent_.size()); }
   int64_t backoff_left() const { return backoff_left_; }
   int64_t failures() const { return failures_; }
@@ -90,8 +91,6 @@ class Trials {
   double measured_gain() const { return before_ms_ > 0 ? 1 - after_ms_ / before_ms_ : 0.0; }
   bool inconclusive() const { return inconclusive_; }
   const TrialOptions& options() const { return o_; }
-
-  static double median_ms(std::vector<double> ms);
 
  private:
   enum class Phase { idle, settling, measuring, restoring };

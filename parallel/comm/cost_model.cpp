@@ -19,8 +19,7 @@ double median_ms(Communicator& comm, int reps, F&& f) {
     f();
     t.push_back(now_ms() - start);
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median(t);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "parallel/dp/grid.h"
 
 #include "core/error.h"
+#include "parallel/dp/window_shares.h"
 
 namespace flextp {
 
@@ -22,12 +23,7 @@ std::string Grid::str() const {
          ", replica " + std::to_string(dp_rank) + ")";
 }
 
-std::pair<int64_t, int64_t> Grid::windows(int64_t batch) const {
-  FLEXTP_CHECK(batch > 0 && batch % dp == 0, "a batch of ", batch, " windows does not split evenly over ", dp,
-               " replicas: use a multiple of ", dp);
-  int64_t share = batch / dp;
-  return {dp_rank * share, share};
-}
+std::pair<int64_t, int64_t> Grid::windows(int64_t batch) const { return windows(even_shares(batch, dp, 0)); }
 
 std::pair<int64_t, int64_t> Grid::windows(const std::vector<int64_t>& shares) const {
   FLEXTP_CHECK(static_cast<int>(shares.size()) == dp, shares.size(), " window shares for ", dp, " replicas");

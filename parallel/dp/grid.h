@@ -24,12 +24,11 @@ struct Grid {
   int world_rank_of(int replica, int slot) const { return replica * tp + slot; }
   // "2 tensor x 2 data (tensor rank 1, replica 0)"
   std::string str() const;
-  // The windows of a step of `batch` windows that this replica computes: [first, first + count).
-  // Even shares (batch must divide by dp), replica d taking the d-th run of windows in order.
+  // The windows of a step that this replica computes, [first, first + count), from the windows
+  // each replica computes (parallel/dp/window_shares.h): replica d takes the shares[d] windows
+  // after those of replicas < d, so the step's windows are the same whatever the shares. With
+  // `batch` alone, even shares (even_shares: batch must divide by dp).
   std::pair<int64_t, int64_t> windows(int64_t batch) const;
-  // The same with the windows each replica computes (parallel/dp/window_shares.h): replica d takes
-  // the shares[d] windows after those of replicas < d, so the step's windows are the same
-  // whatever the shares.
   std::pair<int64_t, int64_t> windows(const std::vector<int64_t>& shares) const;
 };
 

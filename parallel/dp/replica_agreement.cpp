@@ -8,19 +8,6 @@
 
 namespace flextp {
 
-void share_comm_model(Communicator& dp, CommCostModel& model) {
-  if (dp.size() == 1) return;
-  std::vector<double> numbers{static_cast<double>(model.reduce), static_cast<double>(model.transfer)};
-  for (const auto& [name, fit] : model.fits) numbers.insert(numbers.end(), {fit.alpha_ms, fit.ms_per_byte});
-  Tensor t = Tensor::from_vector<double>(numbers, {static_cast<int64_t>(numbers.size())});
-  dp.broadcast(t, 0);  // the same fits (the same names, from one calibration code) on every replica
-  numbers = t.to_vector<double>();
-  model.reduce = static_cast<ReduceMethod>(static_cast<int>(numbers[0]));
-  model.transfer = static_cast<TransferMethod>(static_cast<int>(numbers[1]));
-  size_t at = 2;
-  for (auto& [name, fit] : model.fits) fit.alpha_ms = numbers[at++], fit.ms_per_byte = numbers[at++];
-}
-
 namespace {
 
 // A tensor's rows [first, first + rows) hashed onto `hash` (copied to the host when elsewhere).

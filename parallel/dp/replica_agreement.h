@@ -10,15 +10,9 @@
 
 #include "core/parameter.h"
 #include "parallel/comm/communicator.h"
-#include "parallel/comm/cost_model.h"
 #include "parallel/dp/grid.h"
 
 namespace flextp {
-
-// Every replica calibrates its own group's communication. All take replica 0's fits and
-// choices: the replicas' balancers then weigh moves alike (each still decides from its own
-// group's timings).
-void share_comm_model(Communicator& dp, CommCostModel& model);
 
 // Collective over the world's ranks (in world-rank order, `grid` this rank's place): throws on
 // every rank unless each unit's weights and optimizer state are bitwise the same in every
