@@ -42,7 +42,7 @@ std::string replica_table(const ReplicaView& replicas) {
 }
 
 TrainLog::TrainLog(bool lead, const OutputOptions& o, int64_t steps, int64_t tokens_per_step, bool cuda)
-    : lead_(lead), cuda_(cuda), log_every_(o.log_every), progress_(lead, steps, tokens_per_step) {
+    : lead_(lead), cuda_(cuda), log_every_(o.log_every), progress_(steps, tokens_per_step) {
   if (!o.metrics.empty() && lead) {
     metrics_.open(o.metrics, std::ios::app);
     FLEXTP_CHECK(metrics_, "cannot open --metrics file ", o.metrics, ": ", std::strerror(errno));
@@ -61,20 +61,17 @@ void TrainLog::start(int64_t done, const MfuBasis& mfu) {
 }
 
 void TrainLog::finish() {
-  progress_.clear_line();
   if (std::string line = progress_.summary(); !line.empty()) say("%s\n", line.c_str());
 }
 
 void TrainLog::skipped(const StepReport& r) {
-  progress_.clear_line();
   say("step %5lld | warning: non-finite %s: step skipped (%lld in a row, %lld in all)\n", (long long)r.step,
       std::isfinite(r.loss) ? "gradient" : "loss", (long long)r.bad_in_row, (long long)r.bad_total);
 }
 
 void TrainLog::step(const StepReport& r) {
-  progress_.step(r.step, r.loss, r.ms);
+  progress_.step(r.step, r.ms);
   if ((r.step - 1) % log_every_ == 0 || r.last) {
-    progress_.clear_line();
     say("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s%s\n", (long long)r.step, r.loss, r.lr, r.ms,
         r.tokens_per_s, progress_.suffix().c_str());
     say("%s", rank_table(r.ranks).c_str());
@@ -100,11 +97,9 @@ void TrainLog::step(const StepReport& r) {
   if (r.balance.plan.migrate)
     say("step %5lld | %s; moved in %.1f ms; units per rank now %s\n", (long long)r.step,
         r.balance.plan.str().c_str(), r.balance.migrate_ms, r.partition_text.c_str());
-  progress_.show();
 }
 
 void TrainLog::validation(const StepReport& r) {
-  progress_.clear_line();
   say("step %5lld | val loss %.4f\n", (long long)r.step, *r.val_loss);
 }
 

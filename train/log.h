@@ -1,6 +1,6 @@
 #pragma once
 // What rank 0 writes while training, all of it read from the StepReports: the console's log
-// lines, the live progress line (train/progress.h) and the metrics file, one JSON line per step.
+// lines (with the progress of train/progress.h) and the metrics file, one JSON line per step.
 // The other ranks write nothing.
 #include <cstdio>
 #include <fstream>
@@ -29,7 +29,6 @@ class TrainLog {
   void say(const char* fmt, Args... args) {
     if (lead_) std::printf(fmt, args...);
   }
-  void clear_line() { progress_.clear_line(); }
   // Before this run's first step, which follows step `done`: says what MFU is measured against.
   void start(int64_t done, const MfuBasis& mfu);
   // After the last step (or a stop): the run's wall time, tokens/s and mean MFU.
@@ -37,7 +36,7 @@ class TrainLog {
   // The warning of a skipped step.
   void skipped(const StepReport& r);
   // Every log_every steps and at the last: the step's line and, with several ranks, the
-  // monitor's table; the progress line; a migration's line.
+  // monitor's table; a migration's line.
   void step(const StepReport& r);
   void validation(const StepReport& r);
   void metrics(const StepReport& r);

@@ -1,12 +1,10 @@
 #include "train/progress.h"
 
 #include "core/timer.h"
-#include "parallel/comm/mpi_communicator.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <unistd.h>
 #include <utility>
 
 namespace flextp {
@@ -32,12 +30,8 @@ std::string duration_text(double seconds) {
 
 double monotonic_seconds() { return now_ms() / 1000; }
 
-// Under mpirun a rank's output reaches the terminal through the launcher (often over a
-// pseudo-terminal even when redirected to a file), so only a process started directly draws
-// the live line.
-Progress::Progress(bool lead, int64_t total_steps, int64_t tokens_per_step, Clock clock)
-    : live_(lead && ::isatty(STDOUT_FILENO) && !launched_by_mpi()),
-      total_(total_steps),
+Progress::Progress(int64_t total_steps, int64_t tokens_per_step, Clock clock)
+    : total_(total_steps),
       tokens_per_step_(tokens_per_step),
       clock_(std::move(clock)) {}
 
@@ -47,8 +41,8 @@ void Progress::start(int64_t done, const MfuBasis& mfu) {
   start_s_ = clock_();
 }
 
-void Progress::step(int64_t step, double loss, double ms) {
-  last_ = step, loss_ = loss, last_ms_ = ms;
+void Progress::step(int64_t step, double ms) {
+  last_ = step, last_ms_ = ms;
   ms_sum_ += ms;
 }
 
@@ -70,24 +64,6 @@ std::string Progress::suffix() const {
   std::string mfu = mfu_text(static_cast<double>(tokens_per_step_), last_ms_ / 1000);
   return (mfu.empty() ? "" : " | " + mfu) + " | " + std::to_string(last_) + " of " + std::to_string(total_) +
          " steps, " + time_left() + " left";
-}
-
-void Progress::show() {
-  if (!live_ || last_ <= done_) return;
-  const double mean_ms = ms_sum_ / static_cast<double>(last_ - done_);
-  std::string mfu = mfu_text(static_cast<double>(tokens_per_step_), mean_ms / 1000);
-  std::printf("\r\033[K  step %lld/%lld (%.0f%%) | loss %.4f | %.0f ms/step | %.0f tok/s%s | ETA %s", (long long)last_,
-              (long long)total_, 100.0 * static_cast<double>(last_) / static_cast<double>(std::max<int64_t>(total_, 1)),
-              std::isfinite(loss_) ? loss_ : NAN, mean_ms, static_cast<double>(tokens_per_step_) / mean_ms * 1000,
-              mfu.empty() ? "" : (" | " + mfu).c_str(), time_left().c_str());
-  std::fflush(stdout);
-  shown_ = true;
-}
-
-void Progress::clear_line() {
-  if (!live_ || !shown_) return;
-  std::printf("\r\033[K");
-  shown_ = false;
 }
 
 std::string Progress::summary() const {

@@ -1,8 +1,7 @@
 #pragma once
 // What `train` shows of its progress. Everywhere (a terminal, a log file, CI, under mpirun) a
 // logged step's line ends with the MFU, the step out of the total and the time left, and the run
-// ends with a summary: its wall time, tokens/s and mean MFU. On a terminal, besides, one line is
-// rewritten every step with the same and the loss.
+// ends with a summary: its wall time, tokens/s and mean MFU.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -17,15 +16,11 @@ double monotonic_seconds();
 
 class Progress {
  public:
-  Progress(bool lead, int64_t total_steps, int64_t tokens_per_step, Clock clock = monotonic_seconds);
+  Progress(int64_t total_steps, int64_t tokens_per_step, Clock clock = monotonic_seconds);
   // Before this run's first step, which follows step `done` (a resumed checkpoint's; else 0).
   void start(int64_t done, const MfuBasis& mfu);
   // Global step `step` (counted from 1) took `ms`.
-  void step(int64_t step, double loss, double ms);
-  // Draws the live line after the last step (on a terminal only).
-  void show();
-  // Erases the live line before a log line is printed.
-  void clear_line();
+  void step(int64_t step, double ms);
   // What a logged step's line ends with: " | MFU 3.2% | 21 of 500 steps, 1m02s left" (no MFU
   // when the peak is unknown).
   std::string suffix() const;
@@ -38,14 +33,12 @@ class Progress {
   std::string mfu_text(double tokens, double seconds) const;
   std::string time_left() const;
 
-  bool live_;
   int64_t total_, tokens_per_step_;
   Clock clock_;
   MfuBasis mfu_;
   double start_s_ = 0;
   int64_t done_ = 0, last_ = 0;
-  double loss_ = 0, last_ms_ = 0, ms_sum_ = 0;
-  bool shown_ = false;
+  double last_ms_ = 0, ms_sum_ = 0;
 };
 
 }  // namespace flextp

@@ -42,7 +42,6 @@ void RunOutputs::save(const std::string& path, int64_t step) {
 
 void RunOutputs::save_periodic(int64_t step) {
   const CheckpointOptions& c = o_.checkpoint;
-  log_.clear_line();
   save(periodic_checkpoint_path(c.save, step), step);
   if (lead_ && c.keep_last > 0) remove_old_checkpoints(c.save, c.keep_last, state_.run_id, step);
 }
@@ -53,7 +52,6 @@ void RunOutputs::sample(int64_t tokens, const std::string& title) {
   std::vector<int32_t> out;
   unwatched([&] { out = generate(model_, prompt, {tokens, s.temperature, s.top_k, o_.seed}); });
   model_.set_training(true);  // generate() left it in evaluation mode (no dropout)
-  log_.clear_line();
   log_.say("---- %s ----\n%s\n----------------\n", title.c_str(), tok_.decode(out).c_str());
 }
 
