@@ -13,6 +13,7 @@
 #include "core/device_choice.h"
 #include "core/parse_flags.h"
 #include "core/temp_files.h"
+#include "data/tokenizer.h"
 #include "nn/checkpoint.h"
 #include "nn/hf_gpt2.h"
 #include "nn/mfu.h"
@@ -114,7 +115,7 @@ int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device,
   StepClock step_clock(groups.tensor_parallel(world), slowdown(o.harness, groups.grid));
   step_clock.set_sync_gpu(device.is_cuda());
   std::unique_ptr<Contention> contended = contention(o.harness, world, device);
-  std::unique_ptr<Tokenizer> tok = tokenizer_from_flags(o.data);
+  std::unique_ptr<Tokenizer> tok = tokenizer_from_flags(o.data.tokenizer, o.data.tokenizer_dir);
   const Corpus corpus = read_corpus(o.data, *tok);
   const GPTConfig c = model_config(o, *tok, app);
   check_corpus_vocab(corpus, c.vocab_size, o.data);

@@ -24,7 +24,7 @@ SHA256 = {
 
 
 def cache_dir():
-    # The same rule as data/gpt2_files.cpp's gpt2_cache_dir().
+    # The same rule as data/tokenizer.cpp's gpt2_cache_dir().
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ.get("HOME") or ".", ".cache")
     return os.path.join(base, "flextp", "gpt2")
 

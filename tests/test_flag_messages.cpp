@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "data/tokenizer.h"
 #include "train/flags.h"
 #include "train/model_config.h"
 
@@ -38,11 +39,8 @@ TEST_CASE("train names its flags where the model's settings are wrong") {
   c.dropout = 1;
   CHECK_THROWS_WITH_AS(validate_model_flags(c), doctest::Contains("--dropout must be in [0, 1)"), Error);
   validate_model_flags(GPTConfig{});  // a good one passes
-  DataOptions o;
-  o.tokenizer = "gpt2";
-  o.tokenizer_dir = "/no/such/dir";
-  CHECK_THROWS_WITH_AS(tokenizer_from_flags(o), doctest::Contains("--tokenizer-dir: tokenizer directory /no/such/dir has no"),
-                       Error);
+  CHECK_THROWS_WITH_AS(tokenizer_from_flags("gpt2", "/no/such/dir"),
+                       doctest::Contains("--tokenizer-dir: tokenizer directory /no/such/dir has no"), Error);
 }
 
 TEST_CASE("library sources name no flag of train's in their messages") {
@@ -61,7 +59,7 @@ TEST_CASE("library sources name no flag of train's in their messages") {
     }
   // The flag handling that flextp's programs share lives beside the library, which names flags.
   found.erase("core/parse_flags.h");
-  found.erase("data/tokenizer_flags.h");
+  found.erase("data/tokenizer.cpp");
   for (const std::string& file : found) {
     INFO(file, " has a message that names a flag of train's: name the problem, and let train (train/flags.h, "
                "with_flag) put the flag in front");

@@ -5,10 +5,10 @@
 
 #include <filesystem>
 
-#include "data/gpt2_files.h"
+#include "core/error.h"
+#include "data/tokenizer.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
-#include "data/tokenizer_flags.h"
 
 using namespace flextp;
 
@@ -39,7 +39,7 @@ TEST_CASE("GPT-2's files come from --tokenizer-dir when given, else from the cac
     CHECK(gpt2_cache_dir() == "/home/someone/.cache/flextp/gpt2");
   }
   // Neither: the message names the cache, the flag and the script.
-  CHECK(find_gpt2_dir("").empty());
+  CHECK_THROWS_WITH_AS(gpt2_dir_from_flags(""), doctest::Contains("--tokenizer gpt2: "), Error);
   CHECK_THROWS_WITH_AS(tokenizer_from_flags("gpt2", ""),
                        doctest::Contains(("are not in the cache directory " + cache +
                                           " and no --tokenizer-dir was given: download them there with "
@@ -50,10 +50,10 @@ TEST_CASE("GPT-2's files come from --tokenizer-dir when given, else from the cac
   if (!std::filesystem::exists(kShared + "/vocab.bpe")) return;
   // The cache alone.
   copy_gpt2_files(cache);
-  CHECK(find_gpt2_dir("") == cache);
+  CHECK(gpt2_dir_from_flags("") == cache);
   CHECK(tokenizer_from_flags("gpt2", "")->vocab_size() == 50257);
   // --tokenizer-dir wins over the cache, even when it lacks the files.
-  CHECK(find_gpt2_dir(kShared) == kShared);
+  CHECK(gpt2_dir_from_flags(kShared) == kShared);
   CHECK_THROWS_WITH_AS(tokenizer_from_flags("gpt2", dir.file("empty")),
                        doctest::Contains(("--tokenizer-dir: tokenizer directory " + dir.file("empty") + " has no encoder.json").c_str()),
                        Error);

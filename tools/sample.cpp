@@ -14,7 +14,7 @@
 #include "nn/generate.h"
 #include "nn/hf_gpt2.h"
 #include "core/parse_flags.h"
-#include "data/tokenizer_flags.h"
+#include "data/tokenizer.h"
 
 using namespace flextp;
 

@@ -15,7 +15,7 @@
 #include "data/gpt2_tokenizer.h"
 #include "data/token_files.h"
 #include "core/parse_flags.h"
-#include "data/tokenizer_flags.h"
+#include "data/tokenizer.h"
 
 using namespace flextp;
 

@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "core/text_fields.h"
-#include "data/tokenizer_flags.h"
 #include "nn/mlp.h"
 #include "parallel/balance/policy.h"
 #include "train/version.h"
@@ -239,10 +238,6 @@ void check_device_flags(const ParallelOptions& p, const Device& device) {
   FLEXTP_CHECK(p.comm_backend != "nccl" || device.is_cuda(), "--comm-backend nccl needs --device cuda");
   FLEXTP_CHECK(p.attention != "cudnn" || device.is_cuda(), "--attention cudnn needs --device cuda");
   FLEXTP_CHECK(!p.bf16 || device.is_cuda(), "--bf16 needs --device cuda");
-}
-
-std::unique_ptr<Tokenizer> tokenizer_from_flags(const DataOptions& o) {
-  return tokenizer_from_flags(o.tokenizer, o.tokenizer_dir);
 }
 
 }  // namespace flextp

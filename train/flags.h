@@ -2,12 +2,10 @@
 // The flags of `train`, grouped by concern in --help (docs/flags.md lists them; a --config file
 // takes the same names as keys), and the checks that name a flag in their errors.
 #include <CLI/CLI.hpp>
-#include <memory>
 #include <string>
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "data/tokenizer.h"
 #include "train/options.h"
 
 namespace flextp {
@@ -35,8 +33,5 @@ void check_flag_combinations(const TrainOptions& o);
 
 // Refuses GPU settings (--comm-backend nccl, --attention cudnn, --bf16) on a device without them.
 void check_device_flags(const ParallelOptions& p, const Device& device);
-
-// The tokenizer --tokenizer and --tokenizer-dir name.
-std::unique_ptr<Tokenizer> tokenizer_from_flags(const DataOptions& o);
 
 }  // namespace flextp

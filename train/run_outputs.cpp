@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "data/tokenizer_flags.h"
+#include "data/tokenizer.h"
 #include "nn/checkpoint_files.h"
 #include "nn/generate.h"
 #include "train/flags.h"
