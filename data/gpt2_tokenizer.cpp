@@ -14,15 +14,13 @@ namespace {
 // GPT-2 spells every byte as a printable character: bytes that print stand for themselves, the
 // others (controls, space, 127-160, 173) for 256, 257, ... in byte order.
 struct ByteAlphabet {
-  char32_t of_byte[256];
   int byte_of[512];
   ByteAlphabet() {
     std::fill(std::begin(byte_of), std::end(byte_of), -1);
     char32_t extra = 256;
     for (int b = 0; b < 256; ++b) {
       bool prints = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-      of_byte[b] = prints ? static_cast<char32_t>(b) : extra++;
-      byte_of[of_byte[b]] = b;
+      byte_of[prints ? static_cast<char32_t>(b) : extra++] = b;
     }
   }
 };
@@ -136,20 +134,6 @@ Gpt2Tokenizer::Gpt2Tokenizer(const std::string& encoder_json, const std::string&
                  made < 0 ? std::string("no token") : "token " + std::to_string(made),
                  ": the files do not belong together");
   }
-}
-
-std::string Gpt2Tokenizer::spell(const std::string& bytes) {
-  std::string out;
-  for (unsigned char b : bytes) {
-    char32_t c = kAlphabet.of_byte[b];
-    if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-    } else {  // two UTF-8 bytes suffice: the alphabet ends below U+0800
-      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    }
-  }
-  return out;
 }
 
 int32_t Gpt2Tokenizer::rank(std::string_view bytes) const {

@@ -28,8 +28,6 @@ class Gpt2Tokenizer : public Tokenizer {
   std::string decode(const std::vector<int32_t>& ids) const override;
   int32_t end_of_text() const { return end_of_text_; }
 
-  // How GPT-2's files spell these bytes (each byte as one printable character).
-  static std::string spell(const std::string& bytes);
   // The pieces GPT-2's pattern cuts `text` into, in order (they concatenate back to `text`).
   static std::vector<std::string_view> pieces(std::string_view text);
 

@@ -44,6 +44,26 @@ std::vector<std::string> cut(const std::string& text) {
   return out;
 }
 
+// How GPT-2's files spell these bytes: a byte that prints stands for itself, the others
+// (controls, space, 127-160, 173) for U+0100, U+0101, ... in byte order; in UTF-8.
+std::string spell(const std::string& bytes) {
+  std::string out;
+  for (unsigned char byte : bytes) {
+    char32_t c = 0, extra = 256;
+    for (int b = 0; b <= byte; ++b) {
+      bool prints = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+      c = prints ? static_cast<char32_t>(b) : extra++;
+    }
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+    } else {  // two UTF-8 bytes suffice: the alphabet ends below U+0800
+      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    }
+  }
+  return out;
+}
+
 uint64_t fnv1a64(const std::vector<int32_t>& ids) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (int32_t id : ids)
@@ -56,7 +76,7 @@ struct TinyFiles {
   nlohmann::json encoder = nlohmann::json::object();
   std::string merges = "#version: 0.2\na b\nab c\n";
   TinyFiles() {
-    for (int b = 0; b < 256; ++b) encoder[Gpt2Tokenizer::spell(std::string(1, static_cast<char>(b)))] = b;
+    for (int b = 0; b < 256; ++b) encoder[spell(std::string(1, static_cast<char>(b)))] = b;
     encoder["ab"] = 256;
     encoder["abc"] = 257;
     encoder["<|endoftext|>"] = 258;
@@ -172,7 +192,7 @@ TEST_CASE("damaged vocabulary files are named with what is wrong") {
   fails(ok.encoder.dump(), "a b\nab c\nabc abc\nx y\n", "4 merges but dir/encoder.json only 259 tokens");
   {
     TinyFiles f;
-    f.encoder.erase(Gpt2Tokenizer::spell("a"));
+    f.encoder.erase(spell("a"));
     f.encoder["\u4e2d"] = 'a';
     fails(f.encoder.dump(), f.merges, "outside GPT-2's byte alphabet");
   }
