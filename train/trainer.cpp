@@ -28,18 +28,11 @@ Trainer::Trainer(StepSettings settings, GPT& model, Optimizer& opt, StepClock& c
   }
 }
 
-double Trainer::sum_over_replicas(double local) {
+double Trainer::over_replicas(double local, ReduceOp op) {
   if (!several_replicas()) return local;
   Tensor t = Tensor::from_vector<double>({local}, {1});
-  clock_.timed([&] { replicas_.comm->all_reduce(t, ReduceOp::Sum); });
+  clock_.timed([&] { replicas_.comm->all_reduce(t, op); });
   return t.item();
-}
-
-int Trainer::stop_over_replicas(int local) {
-  if (!several_replicas()) return local;
-  Tensor t = Tensor::from_vector<double>({static_cast<double>(local)}, {1});
-  clock_.timed([&] { replicas_.comm->all_reduce(t, ReduceOp::Max); });
-  return static_cast<int>(t.item());
 }
 
 Trainer::Bookkeeping Trainer::exchange_bookkeeping(const GradSquares& squares, int stop_request) {
@@ -118,8 +111,8 @@ StepReport Trainer::step(int64_t step, const std::function<int()>& stop_request)
       },
       sync_ ? sync_->leaf_hook() : LeafGradReady{});
   if (sync_) sync_->end_backward();
-  r.loss = faults_.after_forward(r.step, sum_over_replicas(mine));
-  const int stop = stop_over_replicas(stop_request());
+  r.loss = faults_.after_forward(r.step, over_replicas(mine, ReduceOp::Sum));
+  const int stop = static_cast<int>(over_replicas(stop_request(), ReduceOp::Max));
   const double windows_ms = clock_.compute_ms();  // the forward and backward of this replica's windows
   // Every rank sees the same loss and norm (both are reduced), so all skip a bad step together.
   // After the data-parallel sum every replica holds the whole gradient, so clipping's norm,

@@ -120,10 +120,10 @@ class Trainer {
   void update(StepReport& r, int64_t step, double norm);
 
   bool several_replicas() const { return replicas_.comm && replicas_.comm->size() > 1; }
-  double sum_over_replicas(double local);
-  // The largest stop request of this tensor-parallel slot's ranks over the replicas, right after
-  // the loss's sum (where the replicas have just met: it waits for no one).
-  int stop_over_replicas(int local);
+  // `local` reduced by `op` over this tensor-parallel slot's ranks in the replicas: the loss's sum,
+  // and right after it the largest stop request (where the replicas have just met: it waits for
+  // no one).
+  double over_replicas(double local, ReduceOp op);
 };
 
 }  // namespace flextp
