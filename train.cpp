@@ -51,7 +51,7 @@ StepSettings step_settings(const TrainOptions& o, const CosineSchedule& schedule
   s.schedule = schedule, s.steps = o.optimization.steps;
   s.batch = o.data.batch, s.seq_len = o.data.seq_len, s.micro_batch = o.parallel.micro_batch;
   s.grad_clip = o.optimization.grad_clip, s.max_bad_steps = o.optimization.max_bad_steps;
-  s.speed_shares = o.parallel.dp_shares == "speed", s.monitor_window = o.balancing.balancer.window;
+  s.speed_shares = o.parallel.dp_shares == "speed", s.monitor_window = o.balancing.window;
   s.save = o.checkpoint.save;
   return s;
 }
@@ -108,7 +108,7 @@ int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device,
   const std::string where_saved = prepare_output_paths(o, lead);  // before anything else, not at the end
   const CheckpointOptions& ck = o.checkpoint;
   if (!ck.load.empty() && !o.output.eval_only) o.seed = resumed_seed(ck.load, o.seed, app.count("--seed") > 0);
-  o.balancing.balancer.resize.seed = o.seed;
+  o.balancing.resize.seed = o.seed;
   const ProcessGroups groups = make_process_groups(o, world, split);
   // Every collective of the tensor-parallel group goes through the step clock: it measures
   // compute and waiting, and emulates a slower rank when asked to.

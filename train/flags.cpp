@@ -115,8 +115,7 @@ void add_parallel_flags(CLI::App& app, ParallelOptions& p) {
       ->check(CLI::PositiveNumber);
 }
 
-void add_balancing_flags(CLI::App& app, BalancingOptions& b) {
-  BalanceOptions& o = b.balancer;
+void add_balancing_flags(CLI::App& app, BalanceOptions& o) {
   app.add_option("--balance", o.policy, "balancing policy: " + joined(policy_names(), ", "))
       ->check(CLI::IsMember(policy_names()));
   app.add_option_function<std::string>(
@@ -172,7 +171,7 @@ void add_output_flags(CLI::App& app, OutputOptions& o) {
   app.add_option("--top-k", o.top_k, "sample among the k likeliest (0: all)")->check(non_negative);
 }
 
-void add_harness_flags(CLI::App& app, HarnessOptions& h, BalanceOptions& balancer) {
+void add_harness_flags(CLI::App& app, HarnessOptions& h) {
   app.add_option("--fault-nan-steps", h.fault_nan_steps, "make the loss NaN at these steps (1-based), e.g. 3,4")
       ->delimiter(',')
       ->default_str("none");
@@ -205,7 +204,7 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
       {"Checkpoints", [&] { add_checkpoint_flags(app, o.checkpoint); }},
       {"Output: logs, evaluation, samples", [&] { add_output_flags(app, o.output); }},
       {"Testing harness (emulated faults and slow ranks, to test and measure flextp; not for training runs)",
-       [&] { add_harness_flags(app, o.harness, o.balancing.balancer); }}};
+       [&] { add_harness_flags(app, o.harness); }}};
   for (const auto& [group, add] : groups) {
     size_t before = app.get_options().size();
     add();

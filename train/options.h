@@ -47,10 +47,6 @@ struct ParallelOptions {
   double rank_timeout = 600;  // seconds a collective may wait before a rank gives up on its peers
 };
 
-struct BalancingOptions {
-  BalanceOptions balancer;  // resize.seed: the run's seed, set when it is known
-};
-
 struct CheckpointOptions {
   std::string save, load, init_from_hf, export_hf;
   std::string name;      // of the run directory runs/NAME/ that a run without --save saves into
@@ -81,7 +77,7 @@ struct TrainOptions {
   DataOptions data;
   OptimizationOptions optimization;
   ParallelOptions parallel;
-  BalancingOptions balancing;
+  BalanceOptions balancing;  // resize.seed: the run's seed, set when it is known
   CheckpointOptions checkpoint;
   OutputOptions output;
   HarnessOptions harness;
