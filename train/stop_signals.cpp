@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string>
+#include <initializer_list>
 
 namespace flextp {
 namespace {
@@ -46,13 +46,7 @@ void install_stop_signals() {
 
 int stop_signal() { return requested; }
 
-const char* signal_name(int signal) {
-  static thread_local std::string other;
-  if (signal == SIGINT) return "SIGINT";
-  if (signal == SIGTERM) return "SIGTERM";
-  other = "signal " + std::to_string(signal);
-  return other.c_str();
-}
+const char* signal_name(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }
 
 void fault_signal(int rank, int64_t step) {
   const char* spec = std::getenv("FLEXTP_FAULT_SIGNAL");

@@ -17,8 +17,7 @@ void install_stop_signals();
 // The signal that asked this rank to stop (0: none yet).
 int stop_signal();
 
-
-// "SIGINT", "SIGTERM", else "signal N".
+// "SIGINT" or "SIGTERM" for stop_signal()'s signal (none other asks a run to stop).
 const char* signal_name(int signal);
 
 // Testing: FLEXTP_FAULT_SIGNAL=RANK:STEP:SIGNAL raises SIGNAL in that rank as step STEP (counted
