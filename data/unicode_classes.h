@@ -9,7 +9,6 @@ namespace flextp {
 bool is_letter(char32_t c);
 bool is_number(char32_t c);
 bool is_white_space(char32_t c);
-const char* unicode_version();  // of the generated tables
 
 // The code point at text[at] and its length in bytes. A byte that does not start a valid UTF-8
 // sequence is read alone as a code point of its own class (neither letter, number nor space), so

@@ -51,7 +51,6 @@ bool in(const CodeRange (&table)[N], char32_t c) {{
 }}
 }}  // namespace
 
-const char* unicode_version() {{ return "{unicodedata.unidata_version}"; }}
 bool is_letter(char32_t c) {{ return c < 0x80 ? (c | 0x20) - 'a' < 26u : in(kLetters, c); }}
 bool is_number(char32_t c) {{ return c < 0x80 ? c - '0' < 10u : in(kNumbers, c); }}
 
