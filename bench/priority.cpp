@@ -27,6 +27,8 @@ using namespace flextp;
 
 namespace {
 
+const int64_t kBatch = 16;  // training windows a step
+
 double val_loss(GPT& model, const std::vector<int32_t>& val, int64_t seq, int64_t windows) {
   NoGradGuard ng;
   model.set_training(false);
@@ -48,7 +50,7 @@ void train(GPT& model, const BatchSampler& sampler, int64_t steps) {
   AdamW opt({0.9, 0.999, 1e-8, 0.1});
   CosineSchedule sched{1e-3, 1e-4, std::min<int64_t>(50, steps / 5), steps};
   for (int64_t step = 0; step < steps; ++step) {
-    Batch b = sampler.at_step(step);
+    Batch b = sampler.at_step(step, 0, kBatch);
     Tensor loss = model.loss(b.ids, b.targets);
     loss.backward();
     clip_to_norm(params, 1.0, norm_of({grad_squares(params)}));
@@ -65,7 +67,7 @@ Resizer score(GPT& model, const BatchSampler& sampler, const std::string& priori
   Resizer r(o);
   std::vector<Parameter*> params = model.parameters();
   for (int64_t k = 0; k < batches; ++k) {
-    Batch b = sampler.at_step(first + k);
+    Batch b = sampler.at_step(first + k, 0, kBatch);
     model.loss(b.ids, b.targets).backward();
     r.observe(params, k);
     for (Parameter* p : params) p->value.zero_grad();
@@ -117,7 +119,7 @@ int main(int argc, char** argv) {
     else c.n_layer = 4, c.n_head = 4, c.n_embd = 128, c.vocab_size = tok.vocab_size(), c.n_positions = 128;
     const int64_t seq = std::min<int64_t>(128, c.n_positions);
     GPT model(c);
-    BatchSampler sampler(&train_tokens, 16, seq, 1337);
+    BatchSampler sampler(&train_tokens, kBatch, seq, 1337);
     if (!load.empty())
       load_checkpoint(load, model, nullptr);
     else

@@ -14,15 +14,12 @@ void split_tokens(const std::vector<int32_t>& all, double val_fraction, std::vec
   val.assign(all.begin() + cut, all.end());
 }
 
-BatchSampler::BatchSampler(const std::vector<int32_t>* tokens, int64_t batch, int64_t seq_len,
-                           uint64_t seed, const char* what)
+BatchSampler::BatchSampler(const std::vector<int32_t>* tokens, int64_t batch, int64_t seq_len, uint64_t seed)
     : tokens_(tokens), batch_(batch), seq_len_(seq_len), seed_(seed) {
   FLEXTP_CHECK(batch > 0 && seq_len > 0, "batch size and sequence length must be positive");
-  FLEXTP_CHECK(static_cast<int64_t>(tokens->size()) >= seq_len + 1, what, " has ", tokens->size(),
+  FLEXTP_CHECK(static_cast<int64_t>(tokens->size()) >= seq_len + 1, "training data has ", tokens->size(),
                " tokens, fewer than seq_len + 1 = ", seq_len + 1, ": use more data or a shorter sequence");
 }
-
-Batch BatchSampler::at_step(int64_t step) const { return at_step(step, 0, batch_); }
 
 Batch BatchSampler::at_step(int64_t step, int64_t first, int64_t count) const {
   FLEXTP_CHECK(first >= 0 && count > 0 && first + count <= batch_, "windows [", first, ", ", first + count,

@@ -25,10 +25,8 @@ void split_tokens(const std::vector<int32_t>& all, double val_fraction, std::vec
 
 class BatchSampler {
  public:
-  BatchSampler(const std::vector<int32_t>* tokens, int64_t batch, int64_t seq_len, uint64_t seed,
-               const char* what = "training data");
-  Batch at_step(int64_t step) const;
-  // Windows [first, first + count) of step `step`'s batch: rows first.. of at_step(step).
+  BatchSampler(const std::vector<int32_t>* tokens, int64_t batch, int64_t seq_len, uint64_t seed);
+  // Windows [first, first + count) of step `step`'s batch of `batch` windows (all of it: 0, batch).
   Batch at_step(int64_t step, int64_t first, int64_t count) const;
 
  private:

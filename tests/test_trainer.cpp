@@ -60,7 +60,7 @@ TEST_CASE("a training step reports the batch's loss; a poisoned step is skipped 
   double expected = [] {  // the first batch's loss under the untrained weights
     OneProcess fresh({});
     NoGradGuard ng;
-    Batch b = BatchSampler(&fresh.tokens, fresh.o.batch, fresh.o.seq_len, fresh.seed).at_step(0);
+    Batch b = BatchSampler(&fresh.tokens, fresh.o.batch, fresh.o.seq_len, fresh.seed).at_step(0, 0, fresh.o.batch);
     return fresh.model->loss(b.ids, b.targets).item();
   }();
   StepReport first = run.trainer->step(0);
