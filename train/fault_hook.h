@@ -11,7 +11,6 @@ namespace flextp {
 // Every injected fault behind the one hook the training step calls, after its forward pass.
 class FaultHook {
  public:
-  FaultHook() = default;  // injects nothing
   // Steps count from 1; kill and hang are RANK:STEP or empty, checked against `ranks`.
   FaultHook(std::vector<int64_t> nan_steps, std::string kill, std::string hang, int rank, int ranks);
   // The loss the step goes on with (NaN at a poisoned step); kills or stops this rank where a
