@@ -227,7 +227,8 @@ TEST_CASE("under mpirun, a bad partition stops every rank with a clear message, 
   fails_with("--straggler 1:fast", "'fast' is not a number");
   fails_with("--straggler 5:2", "names rank 5 but there are only 2 ranks");
   fails_with("--straggler-trace " + dir.write("bad.csv", "0,1\n"), "expected step and 2 factors");
-  fails_with("--straggler-trace " + dir.file("none.csv"), "cannot open --straggler-trace");
+  fails_with("--straggler-trace " + dir.file("none.csv"),
+             "--straggler-trace: cannot open straggler trace file " + dir.file("none.csv"));
   fails_with("--comm fastest", "--comm");
   fails_with("--balance shrink", "--balance");
   fails_with("--priority loud", "--priority");
