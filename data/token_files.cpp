@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
@@ -91,12 +92,16 @@ void write_shard(const std::string& path, const std::vector<int32_t>& tokens) {
   write_file_atomic(path, bytes);
 }
 
-bool looks_like_shard(const std::string& path) {
+namespace {
+
+bool looks_like_shard(const std::string& path) {  // by the magic number at its start
   std::ifstream in(path, std::ios::binary);
   unsigned char head[4];
   return in.read(reinterpret_cast<char*>(head), 4) && le32(head) == kShardMagic;
 }
 
+// The offset of the first byte of `text` that is not UTF-8 text (a NUL, or a byte of no valid
+// UTF-8 sequence), or nothing.
 std::optional<size_t> first_non_text_byte(const std::string& text) {
   for (size_t at = 0, length = 0; at < text.size(); at += length) {
     char32_t c = next_code_point(text.data(), text.size(), at, length);
@@ -104,6 +109,8 @@ std::optional<size_t> first_non_text_byte(const std::string& text) {
   }
   return std::nullopt;
 }
+
+}  // namespace
 
 void check_text(const std::string& path, const std::string& text) {
   std::optional<size_t> at = first_non_text_byte(text);

@@ -4,7 +4,6 @@
 //
 // llm.c shard format: a header of 256 little-endian int32 (magic 20240520, version 1, token
 // count, the rest 0), then the tokens as little-endian uint16.
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,11 +18,7 @@ std::string read_text_file(const std::string& path);
 // One shard, or every file matching a glob pattern (sorted by name), concatenated.
 std::vector<int32_t> read_shards(const std::string& path_or_glob);
 void write_shard(const std::string& path, const std::vector<int32_t>& tokens);
-bool looks_like_shard(const std::string& path);  // by the magic number at its start
 
-// The offset of the first byte of `text` that is not UTF-8 text (a NUL, or a byte of no valid
-// UTF-8 sequence), or nothing.
-std::optional<size_t> first_non_text_byte(const std::string& text);
 // Throws, naming `path`, the byte and its line, unless `text` is UTF-8 text.
 void check_text(const std::string& path, const std::string& text);
 

@@ -21,10 +21,11 @@ int64_t eval_window_count(const std::vector<int32_t>& tokens, const TrainOptions
   return asked ? std::min(available, *asked) : available;
 }
 
-}  // namespace
-
+// Mean cross-entropy over the first `windows` non-overlapping windows of the stream, in order,
+// `batch` windows at a time. `after_batch` runs after each batch (the watchdog's beat: an
+// evaluation may outlast a step).
 double evaluate(GPT& model, const std::vector<int32_t>& tokens, int64_t seq_len, int64_t windows, int64_t batch,
-                const std::function<void()>& after_batch) {
+                const std::function<void()>& after_batch = [] {}) {
   NoGradGuard ng;
   model.set_training(false);
   double total = 0;
@@ -37,6 +38,8 @@ double evaluate(GPT& model, const std::vector<int32_t>& tokens, int64_t seq_len,
   model.set_training(true);
   return total / static_cast<double>(windows);
 }
+
+}  // namespace
 
 Validation::Validation(GPT& model, const std::vector<int32_t>& tokens, const TrainOptions& o, int64_t batch)
     : model_(model), tokens_(tokens), seq_len_(o.data.seq_len), every_(o.output.eval_every),

@@ -11,12 +11,6 @@
 
 namespace flextp {
 
-// Mean cross-entropy over the first `windows` non-overlapping windows of the stream, in order,
-// `batch` windows at a time. `after_batch` runs after each batch (the watchdog's beat: an
-// evaluation may outlast a step).
-double evaluate(GPT& model, const std::vector<int32_t>& tokens, int64_t seq_len, int64_t windows, int64_t batch,
-                const std::function<void()>& after_batch = [] {});
-
 class Validation {
  public:
   // Over the first --eval-batches x --batch windows of `tokens` (all of them when fewer), `batch`

@@ -13,6 +13,19 @@ namespace {
 // JSON has no NaN: a value that is not finite is null.
 nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
+// Several replicas: the windows of the step each computed and its smoothed speed, one line each:
+//   replica 1:    6 windows     412.5 windows/s
+std::string replica_table(const ReplicaView& replicas) {
+  std::string out;
+  char line[128];
+  for (int d = 0; d < replicas.replicas(); ++d) {
+    std::snprintf(line, sizeof line, "  replica %d: %4lld windows  %8.1f windows/s\n", d,
+                  (long long)replicas.windows[d], 1000 * replicas.speed[d]);
+    out += line;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string rank_table(const std::vector<RankRow>& rows) {
@@ -26,17 +39,6 @@ std::string rank_table(const std::vector<RankRow>& rows) {
     for (const auto& [kind, n] : row.units.held)
       out += std::string(" ") + unit_kind_name(kind) + " " + std::to_string(n);
     out += " skipped " + std::to_string(row.units.skipped) + "\n";
-  }
-  return out;
-}
-
-std::string replica_table(const ReplicaView& replicas) {
-  std::string out;
-  char line[128];
-  for (int d = 0; d < replicas.replicas(); ++d) {
-    std::snprintf(line, sizeof line, "  replica %d: %4lld windows  %8.1f windows/s\n", d,
-                  (long long)replicas.windows[d], 1000 * replicas.speed[d]);
-    out += line;
   }
   return out;
 }

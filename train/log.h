@@ -16,9 +16,6 @@ namespace flextp {
 // The monitor's table, one line per rank, units by kind:
 //   rank 0: compute   219.3 ms  wait    71.3 ms  speed 3.42e+07  units head 8 mlp 32 vocab 2 skipped 0
 std::string rank_table(const std::vector<RankRow>& rows);
-// Several replicas: the windows of the step each computed and its smoothed speed, one line each:
-//   replica 1:    6 windows     412.5 windows/s
-std::string replica_table(const ReplicaView& replicas);
 
 class TrainLog {
  public:

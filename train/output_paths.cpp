@@ -26,11 +26,13 @@ std::string run_directory(const std::string& name) {
   return dir;
 }
 
-}  // namespace
-
+// Whether this run saves without --save: it trains (--steps above 0, not --eval-only) and
+// --no-save is not given. The same on every rank.
 bool saves_by_default(const TrainOptions& o) {
   return o.checkpoint.save.empty() && !o.checkpoint.no_save && !o.output.eval_only && o.optimization.steps > 0;
 }
+
+}  // namespace
 
 std::string prepare_output_paths(TrainOptions& o, bool lead) {
   CheckpointOptions& c = o.checkpoint;

@@ -8,13 +8,10 @@
 
 namespace flextp {
 
-// Whether this run saves without --save: it trains (--steps above 0, not --eval-only) and
-// --no-save is not given. The same on every rank.
-bool saves_by_default(const TrainOptions& o);
-
-// Sets --save to the default checkpoint where saves_by_default, and on the rank that writes files
-// (`lead`) checks that --save (or the run directory) and --export-hf can be written. Returns the
-// line that says where the default checkpoint goes ("" where there is none).
+// Sets --save to the default checkpoint where the run saves without --save (it trains and
+// --no-save is not given), and on the rank that writes files (`lead`) checks that --save (or the
+// run directory) and --export-hf can be written. Returns the line that says where the default
+// checkpoint goes ("" where there is none).
 std::string prepare_output_paths(TrainOptions& o, bool lead);
 
 }  // namespace flextp
