@@ -1,6 +1,6 @@
 #pragma once
 // The model and its optimizer as the flags set them: the device and numerics, which parameters
-// decay, what skipped units contribute, the tensor-parallel chunks; AdamW or SGD.
+// decay; AdamW or SGD.
 #include <memory>
 
 #include "core/dtype.h"
