@@ -77,8 +77,8 @@ TEST_CASE("bias_gelu equals the tanh formula on x + bias, row by row with vector
 
 // ---------------------------------------------------------------- cross-entropy, one rank
 // With every vocabulary column on one rank, vocab_parallel_cross_entropy can compute the loss and
-// the probabilities in one pass when a backward is to come (CePasses::One; Auto picks it for big
-// logits).
+// the probabilities in one pass when a backward is to come (CePasses::One; Auto picks it on a
+// GPU).
 TEST_CASE("one-rank cross-entropy in one pass: finite-difference gradient, padded columns, an ignored row") {
   VocabLayout layout({3, 2, 0, 1}, 4, 14, 16);  // units of 4 rows, vocab 14 padded to 16, permuted
   Tensor targets = Tensor::from_vector<int32_t>({13, 0, -100, 7, 5}, {5});

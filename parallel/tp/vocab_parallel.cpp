@@ -88,12 +88,10 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   Tensor sum_exp = view_as(slice_rows(stats.detach(), 1, 1), {n});
   Tensor target_logit = view_as(slice_rows(stats.detach(), 2, 1), {n});
   Tensor lse = Tensor::empty({n}, dt, dev), loss = Tensor::empty({}, dt, dev);
-  // On the CPU the one pass pays where the logits come from memory: with logits in cache (the
-  // default model's 2048 x 256) writing the probabilities costs more than reading the logits
-  // twice more (bench_ops fusions: 0.74-0.88x there, 1.15-1.26x at GPT-2 small's 512 x 50257).
-  constexpr int64_t kOnePassCpuBytes = int64_t{8} << 20;
-  bool big = dev.is_cuda() || logits.numel() * static_cast<int64_t>(dtype_size(dt)) >= kOnePassCpuBytes;
-  bool one_pass = passes == CePasses::One || (passes == CePasses::Auto && big);
+  // On the CPU the one pass does not pay: writing the probabilities costs what reading the logits
+  // twice more saves, or more (bench_ops fusions on a quiet host, 2026-12-03: 0.57-0.89x at the
+  // default model's 2048 x 256, 0.85-1.08x at GPT-2 small's 512 x 50257). On a GPU: not measured.
+  bool one_pass = passes == CePasses::One || (passes == CePasses::Auto && dev.is_cuda());
   if ((!comm || comm->size() == 1) && one_pass && grad_enabled() && logits.requires_grad()) {
     // Nothing to all-reduce: one pass per row gives the statistics and the probabilities, and the
     // backward only scales the probabilities in place (bitwise the values of the passes below).

@@ -51,8 +51,8 @@ Tensor vocab_parallel_embedding(const Tensor& ids, const Tensor& table, const Vo
 // relative to it, would wait twice for the slowest rank.)
 // With one rank (no exchange between the passes) and a backward to come, the loss and the
 // probabilities can come from one pass over the logits, the backward then only scaling the
-// probabilities (bitwise the same values): Auto does so on a GPU, and on the CPU where the
-// logits are too big for the cache; One and Two force a way (tests, benchmarks).
+// probabilities (bitwise the same values): Auto does so on a GPU; One and Two force a way (tests,
+// benchmarks).
 enum class CePasses { Auto, One, Two };
 Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, const VocabLayout& layout,
                                     Communicator* comm, int32_t ignore_index = -100, CePasses passes = CePasses::Auto);
