@@ -27,6 +27,17 @@ std::pair<std::string, std::string> stem_and_extension(const std::string& path) 
 
 constexpr size_t kMinDigits = 6, kMaxDigits = 18;  // 18 digits always fit an int64_t
 
+// The step of a periodic checkpoint's file name, <stem>-step<digits><tail>; -1 for any other name.
+int64_t periodic_step(const std::string& name, const std::string& stem, const std::string& tail) {
+  const std::string head = stem + "-step";
+  if (name.size() < head.size() + kMinDigits + tail.size() || name.compare(0, head.size(), head) != 0 ||
+      name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
+    return -1;
+  std::string digits = name.substr(head.size(), name.size() - head.size() - tail.size());
+  if (digits.size() > kMaxDigits || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stoll(digits);
+}
+
 }  // namespace
 
 std::string periodic_checkpoint_path(const std::string& path, int64_t step) {
@@ -50,13 +61,7 @@ int remove_stale_checkpoint_temporaries(const std::string& path) {
     if (tmp == std::string::npos) continue;
     std::string base = file.substr(0, tmp);
     if (base.size() > 11 && base.compare(base.size() - 11, 11, ".state.next") == 0) base.resize(base.size() - 11);
-    std::string digits = base.compare(0, stem.size() + 5, stem + "-step") == 0 && base.size() >= stem.size() + 5 + tail.size()
-                             ? base.substr(stem.size() + 5, base.size() - stem.size() - 5 - tail.size())
-                             : "";
-    bool periodic = digits.size() >= kMinDigits && digits.size() <= kMaxDigits &&
-                    digits.find_first_not_of("0123456789") == std::string::npos &&
-                    base.compare(base.size() - tail.size(), tail.size(), tail) == 0;
-    if (base == name || periodic) bases.insert(file.substr(0, tmp));
+    if (base == name || periodic_step(base, stem, tail) >= 0) bases.insert(file.substr(0, tmp));
   }
   int removed = 0;
   for (const std::string& base : bases) removed += remove_stale_temporaries((dir / base).string());
@@ -65,20 +70,14 @@ int remove_stale_checkpoint_temporaries(const std::string& path) {
 
 std::vector<std::string> periodic_checkpoints(const std::string& path) {
   namespace fs = std::filesystem;
-  auto [stem, tail] = stem_and_extension(path);
-  const std::string head = fs::path(stem).filename().string() + "-step";
+  auto [stem, tail] = stem_and_extension(fs::path(path).filename().string());
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
   std::vector<std::pair<int64_t, std::string>> found;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string name = e.path().filename().string();
-    if (name.size() < head.size() + kMinDigits + tail.size() || name.compare(0, head.size(), head) != 0 ||
-        name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
-      continue;
-    std::string digits = name.substr(head.size(), name.size() - head.size() - tail.size());
-    if (digits.size() > kMaxDigits || digits.find_first_not_of("0123456789") != std::string::npos) continue;
-    found.push_back({std::stoll(digits), e.path().string()});
+    int64_t step = periodic_step(e.path().filename().string(), stem, tail);
+    if (step >= 0) found.push_back({step, e.path().string()});
   }
   // By step: names of seven digits and more sort before "-step999999" as text.
   std::sort(found.begin(), found.end());

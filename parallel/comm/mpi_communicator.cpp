@@ -214,11 +214,6 @@ bool MpiRuntime::active() {
   return initialised && !finalized;
 }
 
-std::unique_ptr<Communicator> make_mpi_communicator() {
-  FLEXTP_CHECK(MpiRuntime::active(), "make_mpi_communicator: MPI is not initialised");
-  return std::make_unique<MpiCommunicator>(0);
-}
-
 std::unique_ptr<Communicator> make_mpi_communicator(int color) {
   FLEXTP_CHECK(MpiRuntime::active(), "make_mpi_communicator: MPI is not initialised");
   FLEXTP_CHECK(color >= 0, "make_mpi_communicator: color ", color, " must be >= 0");

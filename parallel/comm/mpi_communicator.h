@@ -22,11 +22,10 @@ class MpiRuntime {
   static bool active();
 };
 
-// A communicator over MPI_COMM_WORLD (MPI must be initialised).
-std::unique_ptr<Communicator> make_mpi_communicator();
 // A communicator over the world's ranks that pass the same `color` (>= 0), in world-rank order:
-// e.g. a smaller tensor-parallel group inside one run. Every world rank must call it.
-std::unique_ptr<Communicator> make_mpi_communicator(int color);
+// e.g. a smaller tensor-parallel group inside one run; all of them when every rank passes 0. MPI
+// must be initialised, and every world rank must call it.
+std::unique_ptr<Communicator> make_mpi_communicator(int color = 0);
 
 // The ranks of MPI_COMM_WORLD on this machine (MPI's shared-memory split; a collective). 1 in a
 // build without MPI.

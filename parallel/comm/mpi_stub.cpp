@@ -24,7 +24,6 @@ MpiRuntime::~MpiRuntime() = default;
 void MpiRuntime::abort_all(int code) { std::exit(code); }
 bool MpiRuntime::active() { return false; }
 
-std::unique_ptr<Communicator> make_mpi_communicator() { FLEXTP_FAIL(kNoMpi); }
 std::unique_ptr<Communicator> make_mpi_communicator(int) { FLEXTP_FAIL(kNoMpi); }
 int mpi_ranks_on_this_node() { return 1; }
 
