@@ -104,7 +104,7 @@ void bench_pair(const char* what, F&& unfused, G&& fused, int rounds = 5) {
   std::printf("%-44s unfused %8.3f ms   fused %8.3f ms   %.2fx\n", what, ta, tb, ta / tb);
 }
 
-// Forward + backward of the one-rank cross-entropy's fusion, at the default model's sizes (2048 rows,
+// Forward + backward of each fusion the model uses, at the default model's sizes (2048 rows,
 // C 128, vocabulary 256) and GPT-2 small's (512 rows, C 768, vocabulary 50257).
 void bench_fusions() {
   struct Size {
@@ -114,6 +114,13 @@ void bench_fusions() {
   for (Size z : {Size{"default", 2048, 128, 256}, Size{"gpt2-small", 512, 768, 50257}}) {
     std::printf("%s (%lld rows, C %lld, vocabulary %lld)\n", z.name, (long long)z.rows, (long long)z.c,
                 (long long)z.vocab);
+    // bias + GELU: the add written out and a GELU pass over it (a zero bias), against one pass.
+    Tensor x = Tensor::randn({z.rows, 4 * z.c}, 1), bias = Tensor::randn({4 * z.c}, 2);
+    Tensor no_bias = Tensor::zeros({4 * z.c});
+    x.set_requires_grad(true);
+    bias.set_requires_grad(true);
+    bench_pair("  add(x, bias), GELU -> bias_gelu", [&] { sum(bias_gelu(add(x, bias), no_bias)).backward(); },
+               [&] { sum(bias_gelu(x, bias)).backward(); });
     // The one-rank cross-entropy's kernels: two passes and a backward from the logits, against
     // one pass and a backward from the probabilities (parallel/tp/vocab_parallel.cpp).
     int64_t n = z.rows, v = z.vocab;

@@ -25,7 +25,7 @@ GeluMlp::GeluMlp(const std::string& prefix, const GPTConfig& c, std::shared_ptr<
                                                  c.dtype, comm))) {}
 
 Tensor GeluMlp::forward(const Tensor& x) const {
-  // c_fc's bias is added inside the GELU pass (bitwise gelu(c_fc.forward(x)), one pass fewer).
+  // c_fc's bias is added inside the GELU pass (core/ops/bias_gelu.h: one pass fewer).
   return c_proj.forward(bias_gelu(c_fc.forward_without_bias(x), c_fc.active_bias()));  // [B, T, C] -> [B, T, U*M] -> [B, T, C]
 }
 

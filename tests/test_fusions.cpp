@@ -1,5 +1,6 @@
-// The fused ops (one pass where the model used two or three): each one's gradient against finite
-// differences, and each one against the unfused ops it replaces (values and input gradients).
+// The fused ops (one pass where the model would take two): each one's gradient against finite
+// differences; bias + GELU against its formula and in f32 against f64, the one-pass cross-entropy
+// against its two passes (values and input gradients).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -17,20 +18,21 @@ using In = std::vector<Tensor>;
 
 namespace {
 
-In to_f32(const In& in) {
+In to_dtype(const In& in, DType dtype) {
   In out;
   for (const Tensor& t : in) {
-    Tensor c = t.detach().to(DType::F32);
+    Tensor c = t.detach().to(dtype);
     c.set_requires_grad(t.requires_grad());
     out.push_back(c);
   }
   return out;
 }
+In to_f32(const In& in) { return to_dtype(in, DType::F32); }
 
-// Runs f on fresh copies of `inputs`, backpropagates a fixed random projection of its output,
-// and returns the output followed by every input's gradient.
-In output_and_grads(const test::Fn& f, const In& inputs) {
-  In in = to_f32(inputs);
+// Runs f on fresh copies of `inputs` in `dtype`, backpropagates a fixed random projection of its
+// output, and returns the output followed by every input's gradient.
+In output_and_grads(const test::Fn& f, const In& inputs, DType dtype = DType::F32) {
+  In in = to_dtype(inputs, dtype);
   Tensor out = f(in);
   sum(mul(out, Tensor::randn(out.shape(), 77, 3, 0, 1, out.dtype()))).backward();
   In all{out.detach()};
@@ -70,7 +72,12 @@ TEST_CASE("bias_gelu equals the tanh formula on x + bias, row by row with vector
       CHECK(got[i] == doctest::Approx(want).epsilon(1e-5));
     }
   }
-  test::check_on_gpu([](const In& in) { return bias_gelu(in[0], in[1]); }, to_f32({leaf({7, 300}, 7), leaf({300}, 8)}));
+  // f32 (vectorised rows, Eigen's tanh) against f64, values and both gradients.
+  auto f = [](const In& in) { return bias_gelu(in[0], in[1]); };
+  In inputs{leaf({6, 130}, 5, 2.0), leaf({130}, 6)};
+  In a = output_and_grads(f, inputs), b = output_and_grads(f, inputs, DType::F64);
+  for (size_t k = 0; k < a.size(); ++k) test::check_close(a[k], b[k].to(DType::F32), 1e-5);
+  test::check_on_gpu(f, to_f32({leaf({7, 300}, 7), leaf({300}, 8)}));
   CHECK_THROWS_WITH_AS(bias_gelu(Tensor::zeros({2, 4}), Tensor::zeros({3})),
                        doctest::Contains("needs a bias of shape [4]"), Error);
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The loop every elementwise CPU kernel shares: dispatch on the float dtype, split the flat
 // tensors into parallel chunks, and let the kernel write its Eigen array expression per chunk.
-// A kernel is then only its formula (see gelu.cpp, silu.cpp).
+// A kernel is then only its formula (see silu.cpp).
 #include <cstdint>
 
 #include "core/cpu/eigen.h"

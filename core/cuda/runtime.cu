@@ -1,4 +1,4 @@
-// The CUDA side of core/cuda/cuda_runtime_api.h: device memory, copies, fills, random numbers.
+// The CUDA side of core/cuda/cuda_runtime_api.h: device memory, copies, fills.
 #include <cuda_runtime.h>
 
 #include <array>
@@ -7,7 +7,6 @@
 #include "core/cuda/check.h"
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/cuda/stream.h"
-#include "core/random.h"
 
 namespace flextp::cuda {
 namespace {
@@ -111,6 +110,5 @@ void fill(void* dst, size_t n, DType dtype, double value) {
   }
   FLEXTP_CUDA_CHECK(cudaGetLastError());
 }
-
 
 }  // namespace flextp::cuda

@@ -15,10 +15,12 @@ Tensor sum_to_shape(const Tensor& g, const Shape& shape) {
 
 namespace {
 
-// The larger shape, where the other one repeats along its leading dimensions.
+// The larger shape, where the other one repeats along its leading dimensions (and has no more
+// dimensions, so that the output keeps every dimension of both).
 Shape broadcast_shape(const Shape& a, const Shape& b) {
-  if (is_suffix(b, a)) return a;
-  FLEXTP_CHECK(is_suffix(a, b), "shapes ", shape_str(a), " and ", shape_str(b), " cannot be broadcast together");
+  if (b.size() <= a.size() && is_suffix(b, a)) return a;
+  FLEXTP_CHECK(a.size() <= b.size() && is_suffix(a, b), "shapes ", shape_str(a), " and ", shape_str(b),
+               " cannot be broadcast together");
   return b;
 }
 
