@@ -98,9 +98,7 @@ void bench_pair(const char* what, F&& unfused, G&& fused, int rounds = 5) {
     a.push_back(bench::median_ms(unfused));
     b.push_back(bench::median_ms(fused));
   }
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  double ta = a[a.size() / 2], tb = b[b.size() / 2];
+  double ta = bench::median(a), tb = bench::median(b);
   std::printf("%-44s unfused %8.3f ms   fused %8.3f ms   %.2fx\n", what, ta, tb, ta / tb);
 }
 

@@ -37,6 +37,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "core/text_fields.h"
+#include "core/timer.h"
 #include "nn/gpt.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
@@ -92,14 +93,8 @@ struct Run {
   std::vector<std::string> log;  // every step that changed something or judged a change
 };
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 double measured_ms(const Run& run, int64_t start) {
-  return median_of(std::vector<double>(run.step_ms.begin() + start, run.step_ms.end()));
+  return median(std::vector<double>(run.step_ms.begin() + start, run.step_ms.end()));
 }
 
 // "head 4:4:4:4 mlp 18:18:18:10 vocab 1:1:1:1": units per rank of each kind, over the layers.
@@ -341,7 +336,7 @@ int simulate_oracle_main(int argc, char** argv) {
       auto static_ms = [&](const Partition& p) {
         std::vector<double> per_seed;
         for (int seed = 0; seed < s.seeds; ++seed) per_seed.push_back(measured_ms(run_static(s, c, p, seed, steps), start));
-        return median_of(per_seed);
+        return median(per_seed);
       };
       const double oracle = static_ms(best), grid_ms = static_ms(grid.front().partition), even_ms = static_ms(even),
                    planner_ms = static_ms(planner), ideal = fluid_ideal_ms(s.machine, c.speed);
@@ -374,7 +369,7 @@ int simulate_oracle_main(int argc, char** argv) {
           if (seed == 0 && verbose)
             for (const std::string& line : run.log) std::printf("    %s %s\n", policy.c_str(), line.c_str());
         }
-        r.ms = median_of(per_seed);
+        r.ms = median(per_seed);
         std::printf("  %-8s %.1f ms: %s vs the best split, %s vs even; moves %s, resized steps %s; trials %s over %d "
                     "run(s); seed 0 ends at %s\n",
                     policy.c_str(), r.ms, percent(r.ms / oracle).c_str(), percent(r.ms / even_ms).c_str(),
