@@ -327,16 +327,11 @@ SafetensorsFile read_safetensors(const std::string& path) {
 
 // The header alone: a look at many checkpoints (--keep-last) reads none of their tensors.
 std::map<std::string, std::string> read_safetensors_metadata(const std::string& path) {
-  const std::string text = open_safetensors(path).header;
+  OpenedFile f = open_safetensors(path);
   std::map<std::string, std::string> metadata;
-  try {
-    json header = json::parse(text);
-    if (header.is_object() && header.contains("__metadata__") && header["__metadata__"].is_object())
-      for (auto& [k, v] : header["__metadata__"].items())
-        if (v.is_string()) metadata[k] = v.get<std::string>();
-  } catch (const json::exception& e) {
-    FLEXTP_FAIL(path, ": header is not valid JSON: ", e.what());
-  }
+  std::vector<RawEntry> entries;
+  HeaderReader reader(path, f.file_size - 8 - f.header.size(), metadata, entries);
+  json::sax_parse(f.header, &reader);
   return metadata;
 }
 
