@@ -30,7 +30,6 @@
 #include "core/ops/layernorm.h"
 #include "core/ops/matmul.h"
 #include "core/ops/reduce.h"
-#include "core/ops/sharded_cross_entropy.h"
 #include "core/parallel_for.h"
 #include "nn/mfu.h"
 #include "parallel/tp/vocab_parallel.h"
@@ -103,15 +102,14 @@ void bench_pair(const char* what, F&& unfused, G&& fused, int rounds = 5) {
 }
 
 // Forward + backward of each fusion the model uses, at the default model's sizes (2048 rows,
-// C 128, vocabulary 256) and GPT-2 small's (512 rows, C 768, vocabulary 50257).
+// C 128) and GPT-2 small's (512 rows, C 768).
 void bench_fusions() {
   struct Size {
     const char* name;
-    int64_t rows, c, vocab;
+    int64_t rows, c;
   };
-  for (Size z : {Size{"default", 2048, 128, 256}, Size{"gpt2-small", 512, 768, 50257}}) {
-    std::printf("%s (%lld rows, C %lld, vocabulary %lld)\n", z.name, (long long)z.rows, (long long)z.c,
-                (long long)z.vocab);
+  for (Size z : {Size{"default", 2048, 128}, Size{"gpt2-small", 512, 768}}) {
+    std::printf("%s (%lld rows, C %lld)\n", z.name, (long long)z.rows, (long long)z.c);
     // bias + GELU: the add written out and a GELU pass over it (a zero bias), against one pass.
     Tensor x = Tensor::randn({z.rows, 4 * z.c}, 1), bias = Tensor::randn({4 * z.c}, 2);
     Tensor no_bias = Tensor::zeros({4 * z.c});
@@ -119,29 +117,6 @@ void bench_fusions() {
     bias.set_requires_grad(true);
     bench_pair("  add(x, bias), GELU -> bias_gelu", [&] { sum(bias_gelu(add(x, bias), no_bias)).backward(); },
                [&] { sum(bias_gelu(x, bias)).backward(); });
-    // The one-rank cross-entropy's kernels: two passes and a backward from the logits, against
-    // one pass and a backward from the probabilities (parallel/tp/vocab_parallel.cpp).
-    int64_t n = z.rows, v = z.vocab;
-    Tensor logits = Tensor::randn({n, v}, 5), runs = Tensor::from_vector<int32_t>({0, static_cast<int32_t>(v)}, {1, 2});
-    std::vector<int32_t> tg(n);
-    for (int64_t i = 0; i < n; ++i) tg[i] = static_cast<int32_t>((i * 7919) % v);
-    Tensor target = Tensor::from_vector(tg, {n}), counted = Tensor::ones({n}), grad = Tensor::ones({});
-    Tensor row_max = Tensor::empty({n}), sum_exp = Tensor::empty({n}), target_logit = Tensor::empty({n});
-    Tensor lse = Tensor::empty({n}), loss = Tensor::empty({});
-    bench_pair("  cross-entropy: two passes -> one pass",
-               [&] {
-                 Tensor dl = Tensor::empty({n, v});
-                 cpu::sharded_ce_row_max(logits, runs, row_max);
-                 cpu::sharded_ce_sums(logits, runs, row_max, target, sum_exp, target_logit);
-                 cpu::sharded_ce_loss(row_max, sum_exp, target_logit, counted, n, lse, loss);
-                 cpu::sharded_ce_backward(logits, runs, target, lse, counted, grad, n, dl);
-               },
-               [&] {
-                 Tensor probs = Tensor::empty({n, v});
-                 cpu::sharded_ce_one_rank_forward(logits, runs, target, row_max, sum_exp, target_logit, probs);
-                 cpu::sharded_ce_loss(row_max, sum_exp, target_logit, counted, n, lse, loss);
-                 cpu::sharded_ce_backward_from_probs(probs, runs, target, counted, grad, n, probs);
-               });
   }
 }
 

@@ -1,14 +1,11 @@
 // The fused ops (one pass where the model would take two): each one's gradient against finite
-// differences; bias + GELU against its formula and in f32 against f64, the one-pass cross-entropy
-// against its two passes (values and input gradients).
+// differences; bias + GELU against its formula and in f32 against f64.
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <string>
 
 #include "core/ops/bias_gelu.h"
 #include "core/ops/elementwise.h"
-#include "parallel/tp/vocab_parallel.h"
 #include "tests/gradcheck.h"
 
 using namespace flextp;
@@ -40,18 +37,6 @@ In output_and_grads(const test::Fn& f, const In& inputs, DType dtype = DType::F3
   return all;
 }
 
-// The fused op gives the unfused ops' output and gradients (in f32, to `tol` relative).
-void check_fused_matches(const test::Fn& fused, const test::Fn& unfused, const In& inputs, double tol) {
-  In a = output_and_grads(fused, inputs), b = output_and_grads(unfused, inputs);
-  REQUIRE(a.size() == b.size());
-  for (size_t k = 0; k < a.size(); ++k) {
-    std::string what = k == 0 ? "the output" : "the gradient of input " + std::to_string(k - 1);
-    INFO(what);
-    REQUIRE(a[k].defined());
-    test::check_close(a[k], b[k], tol);
-  }
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- bias + GELU
@@ -80,41 +65,4 @@ TEST_CASE("bias_gelu equals the tanh formula on x + bias, row by row with vector
   test::check_on_gpu(f, to_f32({leaf({7, 300}, 7), leaf({300}, 8)}));
   CHECK_THROWS_WITH_AS(bias_gelu(Tensor::zeros({2, 4}), Tensor::zeros({3})),
                        doctest::Contains("needs a bias of shape [4]"), Error);
-}
-
-// ---------------------------------------------------------------- cross-entropy, one rank
-// With every vocabulary column on one rank, vocab_parallel_cross_entropy can compute the loss and
-// the probabilities in one pass when a backward is to come (CePasses::One; Auto picks it on a
-// GPU).
-TEST_CASE("one-rank cross-entropy in one pass: finite-difference gradient, padded columns, an ignored row") {
-  VocabLayout layout({3, 2, 0, 1}, 4, 14, 16);  // units of 4 rows, vocab 14 padded to 16, permuted
-  Tensor targets = Tensor::from_vector<int32_t>({13, 0, -100, 7, 5}, {5});
-  auto f = [&](const In& in) {
-    return vocab_parallel_cross_entropy(in[0], targets, layout, nullptr, -100, CePasses::One);
-  };
-  check_gradients(f, {leaf({5, 16}, 1, 2.0)});
-  Tensor x = leaf({5, 16}, 2, 2.0);
-  f({x}).backward();
-  std::vector<double> g = x.grad().to_vector<double>();
-  int64_t padded = 0;
-  for (int64_t col = 0; col < 16; ++col) {
-    if (layout.global_ids()[col] < 14) continue;
-    ++padded;
-    for (int64_t i = 0; i < 5; ++i) CHECK(g[i * 16 + col] == 0.0);  // padded columns get no gradient
-  }
-  CHECK(padded == 2);
-}
-
-TEST_CASE("one-rank cross-entropy in one pass equals the two passes, bitwise, padded or not") {
-  Tensor targets = Tensor::from_vector<int32_t>({13, 0, 3, -100, 11, 7, 2}, {7});
-  for (const VocabLayout& layout : {VocabLayout({0, 1, 2}, 7, 21), VocabLayout({3, 2, 0, 1}, 4, 14, 16)}) {
-    CAPTURE(layout.local_rows());
-    auto with = [&](CePasses passes) {
-      return [&targets, &layout, passes](const In& in) {
-        return vocab_parallel_cross_entropy(in[0], targets, layout, nullptr, -100, passes);
-      };
-    };
-    check_fused_matches(with(CePasses::One), with(CePasses::Two), {leaf({7, layout.local_rows()}, 3, 3.0)}, 0.0);
-    check_fused_matches(with(CePasses::Auto), with(CePasses::Two), {leaf({7, layout.local_rows()}, 4, 3.0)}, 0.0);
-  }
 }

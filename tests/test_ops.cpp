@@ -335,40 +335,36 @@ TEST_CASE("on the GPU, cuDNN's fused attention follows the CPU attention within 
 }
 
 // ---------------------------------------------------------------- cross-entropy
-// The model's loss (parallel/tp/vocab_parallel.h) with the whole vocabulary on one process, in two
-// passes and in one; tests/test_vocab_parallel.cpp shards it.
+// The model's loss (parallel/tp/vocab_parallel.h) with the whole vocabulary on one process;
+// tests/test_vocab_parallel.cpp shards it.
 TEST_CASE("cross-entropy: values, ignore index, gradient, bad targets") {
   using test::one_process_cross_entropy;
   Tensor logits = f32({0, 0, 0, 0, std::log(3.0f), 0}, {2, 3});
-  logits.set_requires_grad(true);  // the one pass runs only with a backward to come
-  for (CePasses passes : {CePasses::Two, CePasses::One}) {
-    CAPTURE(static_cast<int>(passes));
-    // Row 0 uniform: ln 3. Row 1 [0, ln 3, 0]: p(target 1) = 3/5.
-    CHECK(one_process_cross_entropy(logits, i32({2, 1}, {2}), -100, passes).item() ==
-          doctest::Approx((std::log(3.0) + std::log(5.0 / 3)) / 2));
-    CHECK(one_process_cross_entropy(logits, i32({2, -100}, {2}), -100, passes).item() ==
-          doctest::Approx(std::log(3.0)));
-    CHECK(one_process_cross_entropy(logits, i32({-1, -1}, {2}), -1, passes).item() == 0.0);
-    Tensor targets = i32({1, 4, -100, 0}, {4});
-    auto ce = [targets, passes](const In& in) {
-      return one_process_cross_entropy(in[0], targets.to(in[0].device()), -100, passes);
-    };
-    check_gradients(ce, {leaf({4, 5}, 1, 3.0)});
-    check_f32_matches_f64(ce, {leaf({4, 5}, 1, 3.0)});
-    Tensor many = Tensor::from_vector<int32_t>([] {
-      std::vector<int32_t> t(64);
-      for (size_t i = 0; i < t.size(); ++i) t[i] = i % 9 == 0 ? -100 : static_cast<int32_t>(i * 37 % 1000);
-      return t;
-    }(), {64});
-    test::check_on_gpu(
-        [many, passes](const In& in) { return one_process_cross_entropy(in[0], many.to(in[0].device()), -100, passes); },
-        to_f32({leaf({64, 1000}, 2, 3.0)}));
-    if (test::gpu_present()) {
-      Tensor on_gpu = logits.to(Device::cuda(0));
-      CHECK_THROWS_WITH_AS(one_process_cross_entropy(on_gpu, i32({3, 0}, {2}).to(Device::cuda(0)), -100, passes),
-                           doctest::Contains("target 3 of row 0 is outside the 3 classes"), Error);
-      CHECK(one_process_cross_entropy(on_gpu, i32({-1, -1}, {2}).to(Device::cuda(0)), -1, passes).item() == 0.0);
-    }
+  // Row 0 uniform: ln 3. Row 1 [0, ln 3, 0]: p(target 1) = 3/5.
+  CHECK(one_process_cross_entropy(logits, i32({2, 1}, {2})).item() ==
+        doctest::Approx((std::log(3.0) + std::log(5.0 / 3)) / 2));
+  CHECK(one_process_cross_entropy(logits, i32({2, -100}, {2})).item() ==
+        doctest::Approx(std::log(3.0)));
+  CHECK(one_process_cross_entropy(logits, i32({-1, -1}, {2}), -1).item() == 0.0);
+  Tensor targets = i32({1, 4, -100, 0}, {4});
+  auto ce = [targets](const In& in) {
+    return one_process_cross_entropy(in[0], targets.to(in[0].device()));
+  };
+  check_gradients(ce, {leaf({4, 5}, 1, 3.0)});
+  check_f32_matches_f64(ce, {leaf({4, 5}, 1, 3.0)});
+  Tensor many = Tensor::from_vector<int32_t>([] {
+    std::vector<int32_t> t(64);
+    for (size_t i = 0; i < t.size(); ++i) t[i] = i % 9 == 0 ? -100 : static_cast<int32_t>(i * 37 % 1000);
+    return t;
+  }(), {64});
+  test::check_on_gpu(
+      [many](const In& in) { return one_process_cross_entropy(in[0], many.to(in[0].device())); },
+      to_f32({leaf({64, 1000}, 2, 3.0)}));
+  if (test::gpu_present()) {
+    Tensor on_gpu = logits.to(Device::cuda(0));
+    CHECK_THROWS_WITH_AS(one_process_cross_entropy(on_gpu, i32({3, 0}, {2}).to(Device::cuda(0))),
+                         doctest::Contains("target 3 of row 0 is outside the 3 classes"), Error);
+    CHECK(one_process_cross_entropy(on_gpu, i32({-1, -1}, {2}).to(Device::cuda(0)), -1).item() == 0.0);
   }
   CHECK_THROWS_WITH_AS(test::one_process_cross_entropy(logits, i32({3, 0}, {2})),
                        doctest::Contains("target 3 of row 0 is outside the 3 classes"), Error);

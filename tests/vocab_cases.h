@@ -51,10 +51,8 @@ inline Tensor vocabulary_table(const Tensor& local, const VocabLayout& layout) {
 
 // The cross-entropy of all [N, V] (vocabulary order) on one process through the product's op: the
 // whole vocabulary as one unit, no communicator. The reference the sharded cases are held to.
-inline Tensor one_process_cross_entropy(const Tensor& all, const Tensor& targets, int32_t ignore_index = -100,
-                                        CePasses passes = CePasses::Auto) {
-  return vocab_parallel_cross_entropy(all, targets, VocabLayout({0}, all.size(1), all.size(1)), nullptr,
-                                      ignore_index, passes);
+inline Tensor one_process_cross_entropy(const Tensor& all, const Tensor& targets, int32_t ignore_index = -100) {
+  return vocab_parallel_cross_entropy(all, targets, VocabLayout({0}, all.size(1), all.size(1)), nullptr, ignore_index);
 }
 
 // [rows, Vl]: 1 where local column j holds row i. all [N, rows] times it gives

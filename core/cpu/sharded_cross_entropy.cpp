@@ -12,37 +12,6 @@ namespace flextp::cpu {
 namespace {
 int64_t grain(int64_t cols) { return std::max<int64_t>(1, 4096 / std::max<int64_t>(cols, 1)); }
 
-// The cross-entropy's gradient, row by row: s p on each run of real columns, less s at the target,
-// with s = counted * grad_loss / count (0 on ignored rows, whose rows are all zero). `probs(out,
-// i, b, s)` writes s times row i's probabilities of columns [b, b + out.size()) into `out`.
-// `clear_padding`: zero the padded columns first (not needed where dlogits already holds zeros
-// there, or where one run covers the row).
-template <typename T, typename Probs>
-void ce_gradient_rows(int64_t n, int64_t v, const Tensor& runs, const Tensor& local_target, const Tensor& counted,
-                      const Tensor& grad_loss, int64_t count, bool clear_padding, Tensor& dlogits, Probs probs) {
-  const int64_t nr = runs.size(0);
-  const T* pc = counted.data<T>();
-  const int32_t *pt = local_target.data<int32_t>(), *pr = runs.data<int32_t>();
-  const T scale = static_cast<T>(count ? static_cast<double>(grad_loss.data<T>()[0]) / static_cast<double>(count) : 0.0);
-  const bool whole_rows = nr == 1 && pr[0] == 0 && pr[1] == v;
-  T* pd = dlogits.data<T>();
-  parallel_for(n, grain(v), [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      VectorMap<T> d(pd + i * v, v);
-      T s = pc[i] * scale;  // 0 on ignored rows
-      if (s == T(0)) {
-        d.setZero();
-        continue;
-      }
-      if (!whole_rows && clear_padding) d.setZero();  // the padded columns
-      for (int64_t r = 0; r < nr; ++r) {
-        auto segment = d.segment(pr[2 * r], pr[2 * r + 1] - pr[2 * r]);
-        probs(segment, i, pr[2 * r], s);
-      }
-      if (pt[i] >= 0) d[pt[i]] -= s;
-    }
-  });
-}
 }  // namespace
 
 void sharded_ce_row_max(const Tensor& logits, const Tensor& runs, Tensor& row_max) {
@@ -130,62 +99,25 @@ void sharded_ce_backward(const Tensor& logits, const Tensor& runs, const Tensor&
                          int64_t count, Tensor& dlogits) {
   detail::dispatch_float(logits.dtype(), "cross-entropy backward", [&](auto tag) {
     using T = decltype(tag);
-    const int64_t n = logits.size(0), v = logits.size(1);
-    const T *px = logits.data<T>(), *pl = lse.data<T>();
-    ce_gradient_rows<T>(n, v, runs, local_target, counted, grad_loss, count, true, dlogits,
-                        [&](auto& out, int64_t i, int64_t b, T s) {
-                          out = s * (ConstVectorMap<T>(px + i * v + b, out.size()) - pl[i]).exp();
-                        });
-  });
-}
-
-void sharded_ce_one_rank_forward(const Tensor& logits, const Tensor& runs, const Tensor& local_target,
-                                 Tensor& row_max, Tensor& sum_exp, Tensor& target_logit, Tensor& probs) {
-  detail::dispatch_float(logits.dtype(), "cross-entropy", [&](auto tag) {
-    using T = decltype(tag);
-    int64_t n = logits.size(0), v = logits.size(1), nr = runs.size(0);
-    const T* px = logits.data<T>();
+    const int64_t n = logits.size(0), v = logits.size(1), nr = runs.size(0);
+    const T *px = logits.data<T>(), *pl = lse.data<T>(), *pc = counted.data<T>();
     const int32_t *pt = local_target.data<int32_t>(), *pr = runs.data<int32_t>();
-    T *pm = row_max.data<T>(), *ps = sum_exp.data<T>(), *pl = target_logit.data<T>(), *pp = probs.data<T>();
-    bool whole_rows = nr == 1 && pr[0] == 0 && pr[1] == v;
+    const T scale = static_cast<T>(count ? static_cast<double>(grad_loss.data<T>()[0]) / static_cast<double>(count) : 0.0);
+    const bool whole_rows = nr == 1 && pr[0] == 0 && pr[1] == v;
+    T* pd = dlogits.data<T>();
     parallel_for(n, grain(v), [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
-        // The expressions of sharded_ce_row_max, _sums, _loss and _backward, so that the values
-        // are theirs bit for bit.
-        T m = -std::numeric_limits<T>::infinity();
-        for (int64_t r = 0; r < nr; ++r)
-          m = std::max(m, ConstVectorMap<T>(px + i * v + pr[2 * r], pr[2 * r + 1] - pr[2 * r]).maxCoeff());
-        T s = 0;
-        for (int64_t r = 0; r < nr; ++r)
-          s += (ConstVectorMap<T>(px + i * v + pr[2 * r], pr[2 * r + 1] - pr[2 * r]) - m).exp().sum();
-        T lse = static_cast<T>(static_cast<double>(m) + std::log(static_cast<double>(s)));
-        VectorMap<T> p(pp + i * v, v);
-        if (whole_rows) {
-          p = (ConstVectorMap<T>(px + i * v, v) - lse).exp();
-        } else {
-          p.setZero();  // the padded columns
-          for (int64_t r = 0; r < nr; ++r) {
-            int64_t b = pr[2 * r], len = pr[2 * r + 1] - b;
-            p.segment(b, len) = (ConstVectorMap<T>(px + i * v + b, len) - lse).exp();
-          }
+        VectorMap<T> d(pd + i * v, v);
+        T s = pc[i] * scale;  // 0 on ignored rows, whose gradient is all zero
+        if (s == T(0) || !whole_rows) d.setZero();  // and on the padded columns
+        if (s == T(0)) continue;
+        for (int64_t r = 0; r < nr; ++r) {
+          int64_t b = pr[2 * r], len = pr[2 * r + 1] - b;
+          d.segment(b, len) = s * (ConstVectorMap<T>(px + i * v + b, len) - pl[i]).exp();
         }
-        pm[i] = m;
-        ps[i] = s;
-        pl[i] = pt[i] >= 0 ? px[i * v + pt[i]] : T(0);
+        if (pt[i] >= 0) d[pt[i]] -= s;
       }
     });
-  });
-}
-
-void sharded_ce_backward_from_probs(const Tensor& probs, const Tensor& runs, const Tensor& local_target,
-                                    const Tensor& counted, const Tensor& grad_loss, int64_t count, Tensor& dlogits) {
-  detail::dispatch_float(probs.dtype(), "cross-entropy backward", [&](auto tag) {
-    using T = decltype(tag);
-    const int64_t n = probs.size(0), v = probs.size(1);
-    const T* pp = probs.data<T>();
-    // Where dlogits is probs itself, its padded columns are already 0.
-    ce_gradient_rows<T>(n, v, runs, local_target, counted, grad_loss, count, dlogits.data<T>() != pp, dlogits,
-                        [&](auto& out, int64_t i, int64_t b, T s) { out = s * ConstVectorMap<T>(pp + i * v + b, out.size()); });
   });
 }
 

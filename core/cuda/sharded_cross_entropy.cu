@@ -87,50 +87,6 @@ __global__ void sharded_backward_kernel(const T* logits, const int32_t* runs, in
   }
 }
 
-// One rank holds every column: the row's max, sum of exp, lse and probabilities in one launch,
-// with the expressions of the kernels above (the backward then only scales the probabilities).
-template <typename T>
-__global__ void sharded_one_rank_forward_kernel(const T* logits, const int32_t* runs, int64_t nruns,
-                                                const int32_t* target, int64_t v, T* row_max_out, T* sum_exp,
-                                                T* target_logit, T* probs) {
-  size_t base = blockIdx.x * static_cast<size_t>(v);
-  const T* row = logits + base;
-  T m = -INFINITY;
-  for (int64_t r = 0; r < nruns; ++r)
-    for (int64_t j = runs[2 * r] + threadIdx.x; j < runs[2 * r + 1]; j += blockDim.x) m = max(m, row[j]);
-  m = block_max(m);
-  T s = 0;
-  for (int64_t r = 0; r < nruns; ++r)
-    for (int64_t j = runs[2 * r] + threadIdx.x; j < runs[2 * r + 1]; j += blockDim.x) s += exp(row[j] - m);
-  s = block_sum(s);
-  T l = static_cast<T>(static_cast<double>(m) + log(static_cast<double>(s)));
-  int64_t done = 0;
-  for (int64_t r = 0; r <= nruns; ++r) {
-    int64_t b = r < nruns ? runs[2 * r] : v, e = r < nruns ? runs[2 * r + 1] : v;
-    for (int64_t j = done + threadIdx.x; j < b; j += blockDim.x) probs[base + j] = T(0);
-    for (int64_t j = b + threadIdx.x; j < e; j += blockDim.x) probs[base + j] = exp(row[j] - l);
-    done = e;
-  }
-  if (threadIdx.x == 0) {
-    row_max_out[blockIdx.x] = m;
-    sum_exp[blockIdx.x] = s;
-    target_logit[blockIdx.x] = target[blockIdx.x] >= 0 ? row[target[blockIdx.x]] : T(0);
-  }
-}
-
-// d = s_i (probs - [j == target_i]), as sharded_backward_kernel; probs are 0 outside the runs.
-// d may be probs.
-template <typename T>
-__global__ void sharded_backward_from_probs_kernel(const T* probs, const int32_t* target, const T* counted,
-                                                   const T* grad_loss, int64_t count, int64_t v, T* d) {
-  size_t base = blockIdx.x * static_cast<size_t>(v);
-  int32_t t = target[blockIdx.x];
-  T s = count ? counted[blockIdx.x] * static_cast<T>(static_cast<double>(grad_loss[0]) / static_cast<double>(count))
-              : T(0);
-  for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
-    d[base + j] = s == T(0) ? T(0) : s * (probs[base + j] - (j == t ? T(1) : T(0)));
-}
-
 }  // namespace
 
 void sharded_ce_row_max(const Tensor& logits, const Tensor& runs, Tensor& row_max_out) {
@@ -193,33 +149,6 @@ void sharded_ce_backward(const Tensor& logits, const Tensor& runs, const Tensor&
                                                            local_target.data<int32_t>(), lse.data<T>(),
                                                            counted.data<T>(), grad_loss.data<T>(), count, v,
                                                            dlogits.data<T>());
-  });
-  FLEXTP_CUDA_LAUNCHED("cross-entropy backward");
-}
-
-void sharded_ce_one_rank_forward(const Tensor& logits, const Tensor& runs, const Tensor& local_target,
-                                 Tensor& row_max_out, Tensor& sum_exp, Tensor& target_logit, Tensor& probs) {
-  int64_t n = logits.size(0), v = logits.size(1);
-  if (n == 0) return;
-  dispatch_float(logits.dtype(), "cross-entropy", [&](auto tag) {
-    using T = decltype(tag);
-    sharded_one_rank_forward_kernel<T><<<n, kBlock, 0, stream()>>>(
-        logits.data<T>(), runs.data<int32_t>(), runs.size(0), local_target.data<int32_t>(), v, row_max_out.data<T>(),
-        sum_exp.data<T>(), target_logit.data<T>(), probs.data<T>());
-  });
-  FLEXTP_CUDA_LAUNCHED("cross-entropy");
-}
-
-void sharded_ce_backward_from_probs(const Tensor& probs, const Tensor& runs, const Tensor& local_target,
-                                    const Tensor& counted, const Tensor& grad_loss, int64_t count, Tensor& dlogits) {
-  (void)runs;  // the probabilities are 0 outside the runs already
-  int64_t n = probs.size(0), v = probs.size(1);
-  if (n == 0 || v == 0) return;
-  dispatch_float(probs.dtype(), "cross-entropy backward", [&](auto tag) {
-    using T = decltype(tag);
-    sharded_backward_from_probs_kernel<T><<<n, kBlock, 0, stream()>>>(probs.data<T>(), local_target.data<int32_t>(),
-                                                                      counted.data<T>(), grad_loss.data<T>(), count,
-                                                                      v, dlogits.data<T>());
   });
   FLEXTP_CUDA_LAUNCHED("cross-entropy backward");
 }

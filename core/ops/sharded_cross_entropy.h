@@ -39,16 +39,6 @@ void sharded_ce_loss(const Tensor& row_max, const Tensor& sum_exp, const Tensor&
 void sharded_ce_backward(const Tensor& logits, const Tensor& runs, const Tensor& local_target,
                          const Tensor& lse, const Tensor& counted, const Tensor& grad_loss,
                          int64_t count, Tensor& dlogits);
-// When one rank holds every column (no exchange between the passes), the forward and most of
-// the backward in one pass per row (the row stays in cache): row_max, sum_exp and target_logit as
-// the two passes above give them, and probs[i, j] = exp(logits[i, j] - lse[i]) on the runs (lse as
-// sharded_ce_loss computes it), 0 outside them. sharded_ce_loss then gives lse and the loss.
-void sharded_ce_one_rank_forward(const Tensor& logits, const Tensor& runs, const Tensor& local_target,
-                                 Tensor& row_max, Tensor& sum_exp, Tensor& target_logit, Tensor& probs);
-// sharded_ce_backward's dlogits from those probs (bitwise the same): s_i * probs[i, j] on the runs,
-// minus s_i at the target. dlogits may be probs itself (the backward then writes over them).
-void sharded_ce_backward_from_probs(const Tensor& probs, const Tensor& runs, const Tensor& local_target,
-                                    const Tensor& counted, const Tensor& grad_loss, int64_t count, Tensor& dlogits);
 }  // namespace cpu
 namespace cuda {
 void sharded_ce_row_max(const Tensor& logits, const Tensor& runs, Tensor& row_max);
@@ -60,10 +50,6 @@ void sharded_ce_loss(const Tensor& row_max, const Tensor& sum_exp, const Tensor&
 void sharded_ce_backward(const Tensor& logits, const Tensor& runs, const Tensor& local_target,
                          const Tensor& lse, const Tensor& counted, const Tensor& grad_loss,
                          int64_t count, Tensor& dlogits);
-void sharded_ce_one_rank_forward(const Tensor& logits, const Tensor& runs, const Tensor& local_target,
-                                 Tensor& row_max, Tensor& sum_exp, Tensor& target_logit, Tensor& probs);
-void sharded_ce_backward_from_probs(const Tensor& probs, const Tensor& runs, const Tensor& local_target,
-                                    const Tensor& counted, const Tensor& grad_loss, int64_t count, Tensor& dlogits);
 }  // namespace cuda
 
 }  // namespace flextp

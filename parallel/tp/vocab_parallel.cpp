@@ -59,7 +59,7 @@ Tensor vocab_parallel_embedding(const Tensor& ids, const Tensor& table, const Vo
 }
 
 Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, const VocabLayout& layout,
-                                    Communicator* comm, int32_t ignore_index, CePasses passes) {
+                                    Communicator* comm, int32_t ignore_index) {
   FLEXTP_CHECK(logits.ndim() == 2 && logits.size(1) == layout.local_rows(), "vocab-parallel cross-entropy: logits ",
                logits.str(), " do not match the ", layout.local_rows(), " local vocabulary rows");
   int64_t n = logits.size(0);
@@ -88,27 +88,6 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   Tensor sum_exp = view_as(slice_rows(stats.detach(), 1, 1), {n});
   Tensor target_logit = view_as(slice_rows(stats.detach(), 2, 1), {n});
   Tensor lse = Tensor::empty({n}, dt, dev), loss = Tensor::empty({}, dt, dev);
-  // On the CPU the one pass does not pay: writing the probabilities costs what reading the logits
-  // twice more saves, or more (bench_ops fusions on a quiet host, 2026-12-03: 0.57-0.89x at the
-  // default model's 2048 x 256, 0.85-1.08x at GPT-2 small's 512 x 50257). On a GPU: not measured.
-  bool one_pass = passes == CePasses::One || (passes == CePasses::Auto && dev.is_cuda());
-  if ((!comm || comm->size() == 1) && one_pass && grad_enabled() && logits.requires_grad()) {
-    // Nothing to all-reduce: one pass per row gives the statistics and the probabilities, and the
-    // backward only scales the probabilities in place (bitwise the values of the passes below).
-    // Without a backward to come (evaluation) the probabilities would be wasted: the passes below.
-    Tensor probs = Tensor::empty(logits.shape(), dt, dev);
-    FLEXTP_DISPATCH(dev, sharded_ce_one_rank_forward, logits, runs, local_target, row_max, sum_exp, target_logit,
-                    probs);
-    FLEXTP_DISPATCH(dev, sharded_ce_loss, row_max, sum_exp, target_logit, counted_t, count, lse, loss);
-    record("vocab_parallel_cross_entropy", loss, {logits},
-           [probs, runs, local_target, counted_t, count](const Tensor& g, const std::vector<bool>&) {
-             Tensor d = probs;  // the node runs once: its probabilities become the gradient
-             FLEXTP_DISPATCH(d.device(), sharded_ce_backward_from_probs, probs, runs, local_target, counted_t, g,
-                             count, d);
-             return std::vector<Tensor>{d};
-           });
-    return loss;
-  }
   // This rank's max, its sum of exp relative to that max and its target logits; with several
   // ranks, every rank's travel in one all-gather and each rank combines them in rank order.
   FLEXTP_DISPATCH(dev, sharded_ce_row_max, logits, runs, row_max);

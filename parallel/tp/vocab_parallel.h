@@ -49,13 +49,8 @@ Tensor vocab_parallel_embedding(const Tensor& ids, const Tensor& table, const Vo
 // one all-gather, and every rank combines them in rank order (sharded_ce_combine: no exp that
 // can overflow), so every rank gets the same loss. (Two all-reduces, the max and then the sums
 // relative to it, would wait twice for the slowest rank.)
-// With one rank (no exchange between the passes) and a backward to come, the loss and the
-// probabilities can come from one pass over the logits, the backward then only scaling the
-// probabilities (bitwise the same values): Auto does so on a GPU; One and Two force a way (tests,
-// benchmarks).
-enum class CePasses { Auto, One, Two };
 Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, const VocabLayout& layout,
-                                    Communicator* comm, int32_t ignore_index = -100, CePasses passes = CePasses::Auto);
+                                    Communicator* comm, int32_t ignore_index = -100);
 
 // All logits [N, V] of the real ids in vocabulary order, assembled from every rank's columns
 // (no gradient; the padded columns are dropped).
