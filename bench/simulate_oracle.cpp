@@ -165,7 +165,7 @@ class SimulatedRanks {
     for (int r = 0; r < kRanks; ++r)
       for (auto& [group, n] : out[r]) {
         std::vector<Parameter*> ps = group_parameters(params_[r], group);
-        if (!ps.empty()) n = std::min<int64_t>(n, active_units(ps));
+        if (!ps.empty()) n = std::min<int64_t>(n, ps.front()->active_units());
       }
     return out;
   }
@@ -197,7 +197,7 @@ Run run_policy(const Setup& s, const Case& c, const std::string& policy, uint64_
     const bool moved = d.action == Action::migrate;  // a move, or the undo of one
     out.moves += moved;
     settling = moved;
-    transfer_ms = moved ? s.link.transfer_ms(static_cast<double>(d.moved.bytes_sent)) : 0.0;
+    transfer_ms = moved ? s.link.transfer_ms(static_cast<double>(d.moved_bytes)) : 0.0;
     if (!d.trial.empty()) ++out.trials[d.trial];
     out.explored += d.explored;
     if (d.choice != "keep" || !d.trial.empty()) {

@@ -110,7 +110,7 @@ struct DrivenBalancer {
     int64_t n = 0;
     for (const auto& [group, owners] : balancer->partition().groups()) {
       std::vector<Parameter*> ps = group_parameters(params, group);
-      if (!ps.empty()) n += static_cast<int64_t>(ps.front()->units.size()) - active_units(ps);
+      if (!ps.empty()) n += static_cast<int64_t>(ps.front()->units.size()) - ps.front()->active_units();
     }
     return n;
   }

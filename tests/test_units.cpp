@@ -134,6 +134,6 @@ TEST_CASE("the resizer skips only groups the registry marks resizable, whatever 
   r.observe(params, 0);
   const int64_t keep = r.keep_count(two.owners("h.1.head"), {0.25, 1.0}, 0);
   CHECK(r.resize(params, {{"h.0.head", keep}, {"h.1.head", keep}}) == std::map<std::string, int64_t>{{"h.1.head", 4 - keep}});
-  CHECK(active_units(group_parameters(params, "h.0.head")) == 4);  // declared fixed: untouched
-  CHECK(active_units(group_parameters(params, "h.1.head")) < 4);   // the same shape, resizable
+  CHECK(group_parameters(params, "h.0.head").front()->active_units() == 4);  // declared fixed: untouched
+  CHECK(group_parameters(params, "h.1.head").front()->active_units() < 4);   // the same shape, resizable
 }

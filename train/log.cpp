@@ -119,7 +119,7 @@ void TrainLog::metrics(const StepReport& r) {
     line["plan"] = r.balance.choice;
     line["predicted_ms"] = r.balance.plan.now_ms;
     line["ideal_ms"] = r.balance.plan.ideal_ms;
-    line["moved_bytes"] = r.balance.moved.bytes_sent;
+    line["moved_bytes"] = r.balance.moved_bytes;
     line["correction"] = r.balance.correction;
     if (!r.balance.trial.empty()) {
       line["trial"] = {{"event", r.balance.trial}, {"explored", r.balance.explored},

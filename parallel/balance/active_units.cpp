@@ -53,8 +53,5 @@ void set_active_units(const std::vector<Parameter*>& group, int64_t active) {
   }
 }
 
-int64_t active_units(const std::vector<Parameter*>& group) {
-  return group.empty() ? 0 : group.front()->active_units();
-}
 
 }  // namespace flextp

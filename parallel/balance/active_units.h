@@ -20,7 +20,4 @@ void reorder_units(const std::vector<Parameter*>& group, const std::vector<int64
 // Makes the first `active` local units of the group the active ones (all: -1).
 void set_active_units(const std::vector<Parameter*>& group, int64_t active);
 
-// Active units of a group (its first parameter's view; all when none is set).
-int64_t active_units(const std::vector<Parameter*>& group);
-
 }  // namespace flextp

@@ -77,7 +77,7 @@ void Balancer::migrate(const Plan& plan, const std::vector<Parameter*>& params, 
                        BalanceStep& out) {
   restore(params);  // every unit travels whole and computes again once balanced
   const double start = now_ms();
-  out.moved = repartition(params, partition_, plan.target, slots, &comm_, comm_model_.transfer);
+  out.moved_bytes = repartition(params, partition_, plan.target, slots, &comm_, comm_model_.transfer);
   out.migrate_ms = now_ms() - start;
   partition_ = plan.target;
   since_move_ = 0;

@@ -25,7 +25,7 @@ struct BalanceStep {
   Plan plan;
   Action action = Action::keep;
   std::string choice = "keep";  // action_name(action), for logs
-  RepartitionStats moved;
+  int64_t moved_bytes = 0;  // by all ranks together, in this step's moves
   double migrate_ms = 0;
   std::vector<int64_t> shares;  // the windows of each replica from the next step on (empty: one replica)
   // The closed loop (trials.h): "try" when a change starts its trial with this step's decision,

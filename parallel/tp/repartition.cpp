@@ -33,7 +33,7 @@ struct Outgoing {
 };
 
 Outgoing pack(const std::vector<Parameter*>& params, const Partition& from, const Partition& to,
-              const std::vector<std::string>& slots, int rank, int size, RepartitionStats& stats) {
+              const std::vector<std::string>& slots, int rank, int size) {
   Outgoing out{std::vector<std::vector<Tensor>>(size), std::vector<int64_t>(size, 0)};
   for (Parameter* p : params) {
     if (p->replicated()) continue;
@@ -48,8 +48,6 @@ Outgoing pack(const std::vector<Parameter*>& params, const Partition& from, cons
     int64_t width = row_elems(*p);
     for (size_t u = 0; u < old_owner.size(); ++u) {
       if (old_owner[u] == new_owner[u]) continue;
-      int64_t bytes = p->rows_of_unit(u) * width * tensors.size() * dtype_size(p->value.dtype());
-      stats.bytes_minimum += bytes;
       if (old_owner[u] == rank) {
         auto at = std::find(p->units.begin(), p->units.end(), static_cast<int64_t>(u)) - p->units.begin();
         for (Tensor* t : tensors) out.parts[new_owner[u]].push_back(slice_rows(*t, offsets[at], p->rows_of_unit(u)));
@@ -126,19 +124,15 @@ void unpack(Parameter& p, const Partition& from, const Partition& to, const std:
 
 }  // namespace
 
-RepartitionStats repartition(const std::vector<Parameter*>& params, const Partition& from,
+int64_t repartition(const std::vector<Parameter*>& params, const Partition& from,
                              const Partition& to, const std::vector<std::string>& slots,
                              Communicator* comm, TransferMethod method) {
   NoGradGuard ng;
   const int rank = comm ? comm->rank() : 0, size = comm ? comm->size() : 1;
   FLEXTP_CHECK(from.ranks() == size && to.ranks() == size, "repartition: partitions for ", from.ranks(),
                " and ", to.ranks(), " ranks on a communicator of ", size);
-  RepartitionStats stats;
-  Outgoing outgoing = pack(params, from, to, slots, rank, size, stats);
-  for (const auto& [group, owners] : to.groups()) {
-    const std::vector<int>& old_owner = from.owners(group);
-    for (size_t u = 0; u < owners.size(); ++u) stats.units_moved += old_owner[u] != owners[u];
-  }
+  Outgoing outgoing = pack(params, from, to, slots, rank, size);
+  int64_t bytes_sent = 0;
   // One message per (src, dst) pair.
   std::vector<Communicator::Transfer> sends, recvs;
   for (int peer = 0; peer < size; ++peer) {
@@ -146,31 +140,28 @@ RepartitionStats repartition(const std::vector<Parameter*>& params, const Partit
       std::vector<Tensor> flat;
       for (const Tensor& t : outgoing.parts[peer]) flat.push_back(view_as(t, {t.numel()}));
       Tensor buffer = concat_rows(flat);
-      stats.bytes_sent += buffer.nbytes();
+      bytes_sent += buffer.nbytes();
       sends.push_back({peer, buffer});
     }
     if (outgoing.recv_elems[peer] > 0)
       recvs.push_back({peer, Tensor::empty({outgoing.recv_elems[peer]}, outgoing.dtype, outgoing.device)});
   }
-  stats.messages = static_cast<int64_t>(sends.size());
   if (comm && size > 1) {
     if (method == TransferMethod::PointToPoint)
       comm->send_recv(sends, recvs);
     else
       all_to_all(*comm, sends, recvs, outgoing.dtype, outgoing.device);
     // Every rank reports the same totals.
-    Tensor t = Tensor::from_vector<double>({double(stats.bytes_sent), double(sends.size())}, {2});
+    Tensor t = Tensor::from_vector<double>({double(bytes_sent)}, {1});
     comm->all_reduce(t);
-    std::vector<double> v = t.to_vector<double>();
-    stats.bytes_sent = static_cast<int64_t>(v[0]);
-    stats.messages = static_cast<int64_t>(v[1]);
+    bytes_sent = static_cast<int64_t>(t.to_vector<double>()[0]);
   }
   std::vector<int64_t> cursor(size, 0);
   std::map<int, Tensor> recv_of;
   for (const auto& r : recvs) recv_of[r.peer] = r.buffer;
   for (Parameter* p : params)
     if (!p->replicated()) unpack(*p, from, to, slots, rank, recv_of, cursor);
-  return stats;
+  return bytes_sent;
 }
 
 }  // namespace flextp

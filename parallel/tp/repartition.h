@@ -15,18 +15,12 @@
 
 namespace flextp {
 
-struct RepartitionStats {
-  int64_t units_moved = 0;    // over all groups
-  int64_t bytes_sent = 0;     // by all ranks together
-  int64_t bytes_minimum = 0;  // the bytes of the moved units' weights and state: the least possible
-  int64_t messages = 0;       // (src, dst) pairs that exchanged data
-};
-
 // Every slot of a parameter travels with its units (Parameter::state). `slots` names those every
 // parameter must have ("m", "v"): one missing gets them as zeros first, so that every rank packs
 // the same layout.
 // `method` says how the packed messages travel: grouped point-to-point, or one all-to-all-v.
-RepartitionStats repartition(const std::vector<Parameter*>& params, const Partition& from,
+// Returns the bytes all ranks sent together: the moved units' weights and slots, each once.
+int64_t repartition(const std::vector<Parameter*>& params, const Partition& from,
                              const Partition& to, const std::vector<std::string>& slots,
                              Communicator* comm, TransferMethod method = TransferMethod::PointToPoint);
 

@@ -83,11 +83,8 @@ TEST_CASE("training with migrations mid-run equals the single process in losses 
       for (int s = 0; s < steps; ++s) {
         INFO("step ", s);
         if (moves.count(s)) {
-          RepartitionStats st = repartition(params, current, moves.at(s), opt.slot_names(), &comm, method);
-          test::ExpectedMove e = test::expected_move(c, current, moves.at(s), 2);
-          CHECK(st.units_moved == e.units);
-          CHECK(st.bytes_minimum == e.bytes);
-          CHECK(st.bytes_sent == e.bytes);
+          int64_t sent = repartition(params, current, moves.at(s), opt.slot_names(), &comm, method);
+          CHECK(sent == test::expected_move(c, current, moves.at(s), 2).bytes);
           current = moves.at(s);
         }
         auto [ids, targets] = batch(s);
