@@ -8,7 +8,6 @@
 namespace flextp {
 namespace {
 thread_local bool g_grad_enabled = true;
-thread_local LeafGradReady g_leaf_ready;
 std::atomic<uint64_t> g_sequence{0};
 
 bool needs_grad(const Tensor& t) { return t.defined() && (t.requires_grad() || t.grad_fn()); }
@@ -73,8 +72,6 @@ Node::~Node() {
 bool grad_enabled() { return g_grad_enabled; }
 NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
-LeafGradHook::LeafGradHook(LeafGradReady ready) : prev_(std::move(g_leaf_ready)) { g_leaf_ready = std::move(ready); }
-LeafGradHook::~LeafGradHook() { g_leaf_ready = std::move(prev_); }
 
 void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn fn) {
   if (!g_grad_enabled) return;
@@ -114,20 +111,16 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
 
   if (!root.grad_fn()) {  // a leaf: its gradient is the given one (the caller's: always copied)
     add_to_leaf_grad(root, g0, 0);
-    if (g_leaf_ready) g_leaf_ready(&root.impl());
     return;
   }
 
-  // The nodes reachable from the root (iteratively), how many edges of them lead to each node
-  // (a node runs when all its consumers ran) and, with a leaf hook, to each leaf.
+  // The nodes reachable from the root (iteratively) and how many edges of them lead to each node
+  // (a node runs when all its consumers ran).
   std::unordered_map<Node*, size_t> consumers;
-  std::unordered_map<const TensorImpl*, size_t> leaf_uses;
   std::vector<std::shared_ptr<Node>> reached{root.grad_fn()};  // keeps every node alive to the end
   for (size_t i = 0; i < reached.size(); ++i)
-    for (const Edge& e : reached[i]->edges) {
+    for (const Edge& e : reached[i]->edges)
       if (e.node && consumers[e.node.get()]++ == 0) reached.push_back(e.node);
-      if (e.leaf && g_leaf_ready) ++leaf_uses[e.leaf.get()];
-    }
 
   NoGradGuard no_grad;  // backward closures compute with ops but record nothing
   std::unordered_map<Node*, Tensor> pending;
@@ -168,7 +161,6 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
     if (ran) node->backward = nullptr, node->released = true;
     for (Edge& e : node->edges) {
       if (e.node && --consumers[e.node.get()] == 0) ready.push_back(e.node.get());
-      if (e.leaf && g_leaf_ready && --leaf_uses[e.leaf.get()] == 0) g_leaf_ready(e.leaf.get());
       if (ran) e.node.reset(), e.leaf.reset();
     }
   }

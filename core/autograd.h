@@ -61,21 +61,4 @@ void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, Ba
 
 void run_backward(const Tensor& root, const Tensor& grad);
 
-// Told, during a backward, of each leaf whose gradient that backward will not change any more:
-// after the last node with an edge to the leaf ran (or was passed over, no gradient reaching it).
-// The data-parallel sum starts a bucket's all-reduce there while the rest of the backward runs
-// (parallel/dp/gradient_sync.h). Installed for its lifetime on this thread; none by default, and
-// then backward does no bookkeeping for it.
-using LeafGradReady = std::function<void(const TensorImpl* leaf)>;
-class LeafGradHook {
- public:
-  explicit LeafGradHook(LeafGradReady ready);
-  ~LeafGradHook();
-  LeafGradHook(const LeafGradHook&) = delete;
-  LeafGradHook& operator=(const LeafGradHook&) = delete;
-
- private:
-  LeafGradReady prev_;
-};
-
 }  // namespace flextp

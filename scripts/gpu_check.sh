@@ -10,8 +10,8 @@
 #      the bundle carries, without MPI (one process: every single-rank GPU case still runs, the
 #      multi-rank ones report that they skipped);
 #   3. runs the op, tensor, optimizer, whole-GPT and end-to-end training tests with their GPU
-#      cases on, and the multi-rank GPU paths: a one-rank NCCL test of every collective and
-#      start_all_reduce; ranks sharing the GPU over the MPI backend (a tensor-parallel pair with a
+#      cases on, and the multi-rank GPU paths: a one-rank NCCL test of every collective; ranks
+#      sharing the GPU over the MPI backend (a tensor-parallel pair with a
 #      straggler and migrations, resizing by the hybrid, a 2 x 2 grid with a migration), each
 #      compared with the CPU's losses. A step whose log says that a GPU case skipped is reported
 #      as SKIPPED, never as passed, and fails the check;

@@ -1,4 +1,4 @@
-// The autograd engine: accumulation, no-grad, freed graphs, non-scalar roots, deep graphs, the leaf hook,
+// The autograd engine: accumulation, no-grad, freed graphs, non-scalar roots, deep graphs,
 // gradients kept instead of copied when no one else holds them.
 #include <doctest/doctest.h>
 
@@ -94,31 +94,6 @@ TEST_CASE("intermediate activations are freed once backward has run") {
   CHECK_FALSE(hidden.expired());
   loss.backward();
   CHECK(hidden.expired());
-}
-
-TEST_CASE("the leaf hook hears of each leaf once per backward, when its gradient is final, and only while installed") {
-  // x feeds two nodes, y one; z is not in this graph.
-  Tensor x = Tensor::from_vector<double>({1, 2}, {2}), y = Tensor::from_vector<double>({3, 4}, {2});
-  Tensor z = Tensor::ones({2}, DType::F64);
-  for (Tensor* t : {&x, &y, &z}) t->set_requires_grad(true);
-  std::vector<std::pair<const TensorImpl*, std::vector<double>>> heard;  // leaf, its gradient then
-  {
-    LeafGradHook hook([&](const TensorImpl* leaf) {
-      Tensor g(leaf == &x.impl() ? x.grad() : leaf == &y.impl() ? y.grad() : z.grad());
-      heard.push_back({leaf, g.to_vector<double>()});
-    });
-    sum(add(mul(x, y), scale(mul(x, x), 3))).backward();  // d/dx = y + 6x, d/dy = x
-  }
-  REQUIRE(heard.size() == 2);
-  for (const auto& h : heard) {
-    CHECK((h.first == &x.impl() || h.first == &y.impl()));
-    if (h.first == &x.impl()) CHECK(h.second == std::vector<double>{9, 16});
-    if (h.first == &y.impl()) CHECK(h.second == std::vector<double>{1, 2});
-  }
-  CHECK(heard[0].first != heard[1].first);
-  heard.clear();
-  sum(scale(x, 2)).backward();  // no hook any more
-  CHECK(heard.empty());
 }
 
 namespace {

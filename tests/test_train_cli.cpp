@@ -379,7 +379,7 @@ TEST_CASE("on the GPU, ranks sharing it over MPI: a 2 x 2 grid with a migration,
   REQUIRE(cpu.size() == 8);
   // Two replicas of two ranks: units move in the slow rank's replica, and the gradient sum
   // exchanges them between the replicas' partitions (GradientSync on the device), in buckets of
-  // 4 KB, so that some start during the backward.
+  // 4 KB.
   if (!gpu_ranks(4, base + dir.file("grid.jsonl") + " --tp 2 --balance migrate --straggler 1:4:3 --dp-bucket-mb 0.004",
                  dir.file("grid.jsonl"), grid))
     return;
@@ -387,12 +387,6 @@ TEST_CASE("on the GPU, ranks sharing it over MPI: a 2 x 2 grid with a migration,
   check_losses_follow(grid, cpu, 1e-4);
   CHECK(grid.back()["grid"]["dp"] == 2);
   CHECK(migrated(grid));
-  // MPI's all-reduces of device buckets run beside the backward's kernels (the host progresses
-  // them): overlap is counted. NCCL's, on the compute stream, would count none (NCCL refuses
-  // ranks sharing a GPU; tests/mpi/test_gradient_overlap.cpp and test_nccl_one_rank.cpp).
-  int64_t early = 0;
-  for (const auto& row : grid) early += row.value("dp_sync_buckets_early", int64_t{0});
-  CHECK(early > 0);
   // The hybrid skips units of the slow rank (active rows, GEMMs of k = 0 for empty ranks): the
   // model changes with what it skips, which follows the timings, so the CPU runs the same
   // command and the losses agree until either run skips, and stay near after.

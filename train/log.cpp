@@ -80,11 +80,9 @@ void TrainLog::step(const StepReport& r) {
     say("%s", replica_table(r.replicas).c_str());
     if (r.grid.dp > 1 && r.dp_sync.ring_bytes > 0)  // rank 0's part of the gradient sum
       say("  gradient sum: %.2f MB sent, %.2fx a ring all-reduce's; %lld unit(s) exchanged between replicas; "
-          "%.0f%% of the all-reduced bytes overlapped the backward, %.1f ms after it\n",
+          "%.1f ms after the backward\n",
           r.dp_sync.bytes_sent / 1e6, double(r.dp_sync.bytes_sent) / double(r.dp_sync.ring_bytes),
-          (long long)r.dp_sync.units_exchanged,
-          r.dp_sync.bytes > 0 ? 100.0 * double(r.dp_sync.bytes_early) / double(r.dp_sync.bytes) : 0.0,
-          r.dp_sync.sum_ms);
+          (long long)r.dp_sync.units_exchanged, r.dp_sync.sum_ms);
     // Where cuDNN was asked for but cannot take the attention, the first step says why.
     if (r.step == 1 && cuda_) say("attention on %s\n", cuda::attention_path().c_str());
   }
@@ -142,11 +140,7 @@ void TrainLog::metrics(const StepReport& r) {
     line["dp_sync_ring_bytes"] = r.dp_sync.ring_bytes;
     line["dp_sync_units_exchanged"] = r.dp_sync.units_exchanged;
     line["dp_sync_extra_units"] = r.dp_sync.extra_units;
-    // The overlap: all-reduces (and their bytes) that ran beside the backward, and the sum's time
-    // after the backward (what the step waited for).
-    line["dp_sync_buckets_early"] = r.dp_sync.buckets_early;
-    line["dp_sync_bytes_early"] = r.dp_sync.bytes_early;
-    line["dp_sync_ms"] = r.dp_sync.sum_ms;
+    line["dp_sync_ms"] = r.dp_sync.sum_ms;  // the sum's time after the backward: what the step waited for
   }
   if (r.val_loss) line["val_loss"] = *r.val_loss;
   metrics_ << line.dump() << "\n" << std::flush;

@@ -22,9 +22,7 @@ Trainer::Trainer(StepSettings settings, GPT& model, Optimizer& opt, StepClock& c
     FLEXTP_CHECK(replicas_.world, "a grid of ", replicas_.grid.dp, " replicas needs the world's communicator");
     sync_ = std::make_unique<GradientSync>(*replicas_.comm, *replicas_.world, replicas_.grid, balancer_.partition(),
                                            replicas_.bucket_bytes,
-                                           [this](const std::function<void()>& f) { clock_.timed(f); },
-                                           GradientSync::kCheckEvery,
-                                           [this](Communicator& dp, Tensor& t) { return clock_.start_timed(dp, t, ReduceOp::Sum); });
+                                           [this](const std::function<void()>& f) { clock_.timed(f); });
   }
 }
 
@@ -100,17 +98,13 @@ StepReport Trainer::step(int64_t step, const std::function<int()>& stop_request)
   // Dropout draws the masks of the whole batch, window by window: a micro-step or a replica's
   // share drops what one process running the whole batch drops in the same windows, whatever
   // the grid (so a run may resume on another grid and continue the same curve).
-  // The data-parallel sum's buckets start during the last backward (GradientSync::begin_backward).
-  if (sync_) sync_->begin_backward(params_);
   double mine = accumulate_gradients(
       b, settings_.micro_batch, settings_.batch,
       [&](const Tensor& ids, const Tensor& targets, int64_t at) {
         uint64_t window = static_cast<uint64_t>(first + at);
         model_.set_step(static_cast<uint64_t>(step), window);
         return model_.loss(ids, targets);
-      },
-      sync_ ? sync_->leaf_hook() : LeafGradReady{});
-  if (sync_) sync_->end_backward();
+      });
   r.loss = faults_.after_forward(r.step, over_replicas(mine, ReduceOp::Sum));
   const int stop = static_cast<int>(over_replicas(stop_request(), ReduceOp::Max));
   const double windows_ms = clock_.compute_ms();  // the forward and backward of this replica's windows
@@ -124,8 +118,6 @@ StepReport Trainer::step(int64_t step, const std::function<int()>& stop_request)
       r.dp_sync = sync_->stats();
     }
     squares = grad_squares(params_);
-  } else if (sync_) {
-    sync_->abandon();  // every replica skips this step: the started all-reduces are dropped
   }
   const Bookkeeping kept = exchange_bookkeeping(squares, stop);
   r.stop_signal = kept.stop;

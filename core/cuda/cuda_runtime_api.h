@@ -23,12 +23,6 @@ void raw_free(int device, void* p);
 void memcpy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes);
 // Waits for every kernel and copy queued so far (for timing and before reading results).
 void synchronize();
-// Marks on the compute stream (CUDA events that keep time), to time what runs on it between two:
-// record_mark queues one now, in the stream's order; once both have passed (after synchronize),
-// mark_ms is the stream time between them; release_mark frees one.
-void* record_mark();
-double mark_ms(void* from, void* to);
-void release_mark(void* mark);
 // Elementwise fills on device memory (fp32/fp64/int32 by element size).
 void fill(void* dst, size_t n, DType dtype, double value);
 // Keeps `device` busy for about `ms` milliseconds and returns when it is done: a kernel that fills

@@ -79,21 +79,6 @@ void memcpy(void* dst, bool dst_on_device, const void* src, bool src_on_device, 
 
 void synchronize() { FLEXTP_CUDA_CHECK(cudaStreamSynchronize(stream())); }
 
-void* record_mark() {
-  cudaEvent_t e{};
-  FLEXTP_CUDA_CHECK(cudaEventCreate(&e));
-  FLEXTP_CUDA_CHECK(cudaEventRecord(e, stream()));
-  return e;
-}
-
-double mark_ms(void* from, void* to) {
-  float ms = 0;
-  FLEXTP_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(from), static_cast<cudaEvent_t>(to)));
-  return ms;
-}
-
-void release_mark(void* mark) { cudaEventDestroy(static_cast<cudaEvent_t>(mark)); }
-
 void fill(void* dst, size_t n, DType dtype, double value) {
   if (n == 0) return;
   switch (dtype) {

@@ -19,9 +19,6 @@ void* raw_malloc(int, size_t) { no_cuda("cuda allocation"); }
 void raw_free(int, void*) { no_cuda("cuda free"); }
 void memcpy(void*, bool, const void*, bool, size_t) { no_cuda("cuda copy"); }
 void synchronize() {}
-void* record_mark() { no_cuda("a mark on the CUDA stream"); }
-double mark_ms(void*, void*) { no_cuda("timing the CUDA stream"); }
-void release_mark(void*) {}
 void fill(void*, size_t, DType, double) { no_cuda("cuda fill"); }
 void spin(int, double) { no_cuda("a busy kernel on a GPU"); }
 

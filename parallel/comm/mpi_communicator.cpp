@@ -71,15 +71,6 @@ class MpiCommunicator : public Communicator {
     s.copy_out();
   }
 
-  std::unique_ptr<PendingReduce> start_all_reduce(Tensor& t, ReduceOp op) override {
-    if (t.numel() == 0) return finished_reduce();
-    auto p = std::make_unique<Pending>(t);
-    const int n = as_count(t.numel(), "all_reduce");
-    FLEXTP_MPI(MPI_Iallreduce(MPI_IN_PLACE, p->staged.host.raw(), n, mpi_type(t.dtype()),
-                              op == ReduceOp::Sum ? MPI_SUM : MPI_MAX, comm_, &p->request));
-    return p;
-  }
-
   void broadcast(Tensor& t, int root) override {
     Staged s(t, rank_ == root);
     FLEXTP_MPI(MPI_Bcast(s.host.raw(), as_count(t.nbytes(), "broadcast"), MPI_BYTE, root, comm_));
@@ -153,29 +144,6 @@ class MpiCommunicator : public Communicator {
   void barrier() override { FLEXTP_MPI(MPI_Barrier(comm_)); }
 
  private:
-  // A started MPI_Iallreduce; MPI_Test drives MPI's progress while the caller computes.
-  struct Pending : PendingReduce {
-    Staged staged;
-    MPI_Request request = MPI_REQUEST_NULL;
-    explicit Pending(const Tensor& t) : staged(t) {}
-    ~Pending() override {
-      if (request != MPI_REQUEST_NULL) MPI_Wait(&request, MPI_STATUS_IGNORE);
-    }
-    bool test() override {
-      if (done) return true;
-      int finished = 0;
-      FLEXTP_MPI(MPI_Test(&request, &finished, MPI_STATUS_IGNORE));
-      if (finished) staged.copy_out(), done = true;
-      return done;
-    }
-    void wait() override {
-      if (done) return;
-      FLEXTP_MPI(MPI_Wait(&request, MPI_STATUS_IGNORE));
-      staged.copy_out(), done = true;
-    }
-    bool beside_compute() const override { return true; }  // MPI's progress, not the device stream
-    bool done = false;
-  };
   static constexpr int kTag = 7;
   void check_peer(int peer) const {
     FLEXTP_CHECK(peer >= 0 && peer < size_ && peer != rank_, "send_recv: bad peer ", peer, " (rank ",

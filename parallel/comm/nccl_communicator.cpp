@@ -1,9 +1,6 @@
 // The NCCL communicator. Every call runs on the compute stream (core/cuda/stream.h), after the
 // kernels that produced its inputs, and waits for it, so that callers see the result as with MPI
-// and the step clock counts the wait. A started all-reduce queues there too, so the kernels
-// queued after it wait for it: it overlaps the host's work, not the device's compute
-// (PendingReduce::beside_compute is false); running it on a stream of its own is left to a later
-// change.
+// and the step clock counts the wait.
 #include "parallel/comm/nccl_communicator.h"
 
 #include <cuda_runtime.h>
@@ -69,36 +66,6 @@ class NcclCommunicator : public Communicator {
                               op == ReduceOp::Sum ? ncclSum : ncclMax, comm_, stream_));
     wait();
     st.copy_back();
-  }
-  // Queued on the stream after the kernels that produced `t`; an event tells when it is done.
-  std::unique_ptr<PendingReduce> start_all_reduce(Tensor& t, ReduceOp op) override {
-    struct Pending : PendingReduce {
-      Staged st;
-      cudaEvent_t done_event{};
-      bool done = false;
-      Pending(const Tensor& t, int device) : st(t, device) {
-        FLEXTP_CUDA_CHECK(cudaEventCreateWithFlags(&done_event, cudaEventDisableTiming));
-      }
-      ~Pending() override {
-        if (!done) cudaEventSynchronize(done_event);
-        cudaEventDestroy(done_event);
-      }
-      bool test() override {
-        if (!done && cudaEventQuery(done_event) == cudaSuccess) st.copy_back(), done = true;
-        return done;
-      }
-      void wait() override {
-        if (done) return;
-        FLEXTP_CUDA_CHECK(cudaEventSynchronize(done_event));
-        st.copy_back(), done = true;
-      }
-      bool beside_compute() const override { return false; }  // on the compute stream, between its kernels
-    };
-    auto p = std::make_unique<Pending>(t, device_);
-    FLEXTP_NCCL(ncclAllReduce(p->st.gpu.raw(), p->st.gpu.raw(), t.numel(), nccl_type(t.dtype()),
-                              op == ReduceOp::Sum ? ncclSum : ncclMax, comm_, stream_));
-    FLEXTP_CUDA_CHECK(cudaEventRecord(p->done_event, stream_));
-    return p;
   }
   void broadcast(Tensor& t, int root) override {
     Staged st(t, device_);

@@ -39,9 +39,9 @@ int64_t ring_share(int64_t bytes, int d) { return 2 * (d - 1) * bytes / d; }
 
 GradientSync::GradientSync(Communicator& dp, Communicator& world, const Grid& grid, const Partition& initial,
                            int64_t bucket_bytes, std::function<void(const std::function<void()>&)> timed,
-                           int64_t check_every, StartReduce start)
+                           int64_t check_every)
     : dp_(dp), world_(world), grid_(grid), partitions_(grid, initial), bucket_bytes_(bucket_bytes),
-      check_every_(check_every), timed_(std::move(timed)), start_(std::move(start)) {
+      check_every_(check_every), timed_(std::move(timed)) {
   FLEXTP_CHECK(bucket_bytes > 0, "gradient buckets of ", bucket_bytes, " bytes: they must be positive");
   FLEXTP_CHECK(check_every >= 0, "checking the replicas' weights every ", check_every, " sums: use 0 or more");
   FLEXTP_CHECK(dp.size() == grid.dp && dp.rank() == grid.dp_rank, "a grid of ", grid.dp,
@@ -177,13 +177,12 @@ std::vector<GradientSync::Bucket> GradientSync::plan(const std::vector<Parameter
   return buckets;
 }
 
-void GradientSync::start(Bucket& b, const std::vector<Parameter*>& params) {
+void GradientSync::pack(Bucket& b, const std::vector<Parameter*>& params) const {
   std::vector<Tensor> flats;
   for (const Piece& piece : b.pieces) {
     const Parameter& p = *params[piece.param];
     Tensor g = p.grad();
-    // No gradient here (this rank did not compute it, or no longer holds the unit the guess
-    // names: the sum will drop the guess then): zeros, as the sum would add.
+    // No gradient here (an empty parameter): zeros, as the sum would add.
     if (!g.defined()) {
       flats.push_back(Tensor::zeros({piece.elems}, b.dtype, b.device));
       continue;
@@ -201,7 +200,6 @@ void GradientSync::start(Bucket& b, const std::vector<Parameter*>& params) {
     }
   }
   b.flat = flats.size() == 1 ? flats[0].clone() : concat_rows(flats);
-  b.pending = start_ ? start_(dp_, b.flat) : dp_.start_all_reduce(b.flat, ReduceOp::Sum);
 }
 
 void GradientSync::unpack(const Bucket& b, const std::vector<Parameter*>& params) const {
@@ -223,91 +221,19 @@ void GradientSync::unpack(const Bucket& b, const std::vector<Parameter*>& params
   }
 }
 
-void GradientSync::begin_backward(const std::vector<Parameter*>& params) {
-  abandon();
-  if (grid_.dp == 1 || sums_ == 0) return;  // nothing to guess from before the first sum
-  early_ = plan(params, last_present_);
-  early_params_ = params;
-  param_of_.clear();
-  for (size_t i = 0; i < params.size(); ++i) param_of_[&params[i]->value.impl()] = i;
-  final_.assign(params.size(), 0);
-  next_ = 0, armed_ = true;
-}
-
-LeafGradReady GradientSync::leaf_hook() {
-  return [this](const TensorImpl* leaf) {
-    if (!armed_) return;
-    auto it = param_of_.find(leaf);
-    if (it != param_of_.end()) final_[it->second] = 1;
-    start_ready();
-  };
-}
-
-void GradientSync::start_ready() {
-  const size_t from = next_;
-  while (next_ < early_.size()) {
-    Bucket& b = early_[early_.size() - 1 - next_];
-    bool ready = true;
-    for (const Piece& piece : b.pieces) ready = ready && final_[piece.param];
-    if (!ready) break;
-    start(b, early_params_);
-    ++next_;
-  }
-  // Overlapped: started while the backward still owes another bucket its gradients (the buckets
-  // that start with the last of them run after the backward's work, as good as not overlapped),
-  // and run beside that work (not queued on the compute stream in its place, as NCCL's are).
-  if (next_ < early_.size())
-    for (size_t k = from; k < next_; ++k) {
-      Bucket& b = early_[early_.size() - 1 - k];
-      b.early = b.pending->beside_compute();
-    }
-  for (size_t k = 0; k < next_; ++k) early_[early_.size() - 1 - k].pending->test();  // MPI progresses in its calls
-}
-
-void GradientSync::end_backward() {
-  if (!armed_) return;
-  armed_ = false;
-  for (; next_ < early_.size(); ++next_) start(early_[early_.size() - 1 - next_], early_params_);
-}
-
-void GradientSync::abandon() {
-  armed_ = false;
-  for (Bucket& b : early_)
-    if (b.pending) run([&] { b.pending->wait(); });
-  early_.clear();
-  next_ = 0;
-}
-
 void GradientSync::all_reduce_agreeing(const std::vector<Parameter*>& params, const std::vector<char>& present) {
   std::vector<Bucket> buckets = plan(params, present);
-  if (!early_.empty()) {
-    FLEXTP_CHECK(!armed_, "the data-parallel sum ran before end_backward");
-    // Every rank decides alike: the partitions and the presence flags are the group's.
-    bool guessed_right = !stats_.partitions_changed && present == last_present_ && early_params_ == params;
-    if (guessed_right) {
-      bool same = buckets.size() == early_.size();
-      for (size_t k = 0; same && k < buckets.size(); ++k) same = buckets[k].same_layout(early_[k]);
-      FLEXTP_CHECK(same, "the gradient buckets guessed before the backward differ");
-      buckets = std::move(early_);
-      early_.clear();
-      next_ = 0;
-    } else {
-      abandon();
-    }
-  }
-  if (buckets.empty() || !buckets.back().pending)  // not guessed: all start now, in the same order
-    for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) start(*it, params);
   const int d = grid_.dp;
+  // In one order on every rank: the reverse of parameter order, as the backward leaves them.
   for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
     Bucket& b = *it;
-    run([&] { b.pending->wait(); });
+    pack(b, params);
+    run([&] { dp_.all_reduce(b.flat, ReduceOp::Sum); });
     unpack(b, params);
     for (const Piece& piece : b.pieces)
       stats_.ring_bytes += ring_share(piece.elems * static_cast<int64_t>(dtype_size(b.dtype)), d);
     ++stats_.buckets, stats_.bytes += b.bytes, stats_.bytes_sent += ring_share(b.bytes, d);
-    if (b.early) ++stats_.buckets_early, stats_.bytes_early += b.bytes;
   }
-  last_present_ = present;
 }
 
 // The units on which the replicas differ and that this rank holds, in the one order every rank

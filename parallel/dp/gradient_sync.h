@@ -20,18 +20,9 @@
 //     replica order (so every replica gets the same bits) and sends the sum back. Per unit that
 //     is 2 (D - 1) transfers of its rows, what a ring all-reduce sends; the roots rotate.
 //
-// The all-reduces overlap the backward, as DDP's do. The buckets a sum will all-reduce follow
-// from state every rank of the data-parallel group shares (the replicas' partitions and which
-// gradients existed anywhere, both as of the last sum), so the trainer calls begin_backward
-// before a step's last backward, whose leaf hook (core/autograd.h) starts a bucket's all-reduce
-// as soon as every gradient in it is final; end_backward starts the rest. Buckets start in one
-// fixed order on every rank (the reverse of parameter order: the backward's own order, roughly),
-// a bucket waiting for those before it, since ranks may see their gradients finish in other
-// orders. sum() then checks that guess against this step's: when a partition changed or another
-// gradient exists (the first sum, a migration), it waits for the started all-reduces, drops them
-// and sums afresh. Either way each bucket holds the same rows and is reduced by the same call
-// (Communicator::start_all_reduce), so the overlapped sum is bitwise the one after the backward.
-// The exchanged units (where partitions differ) still travel after the backward.
+// The sum runs after the backward. Overlapping the buckets' all-reduces with it, as DDP does,
+// was measured not to pay here and removed (docs/results.md, "The data-parallel gradient sum
+// overlapping the backward").
 //
 // A gradient that no rank computed (a parameter unused this step) stays absent, as on one
 // process, so that the optimizer skips it alike; one computed by some ranks only is summed with
@@ -68,11 +59,6 @@ struct GradientSyncStats {
   int64_t ring_bytes = 0;
   int64_t extra_units = 0;  // units this rank skipped but updates from other replicas' gradients
   bool partitions_changed = false;  // the owner lists travelled: the first sum, or a replica's changed
-  // The all-reduces that overlapped the backward: started while it still computed other buckets'
-  // gradients (those started with the last of them do not count), on a backend that runs them
-  // beside that compute (PendingReduce::beside_compute: MPI's do; NCCL's, queued on the compute
-  // stream, do not, and count none), and their bytes: the overlapped share is bytes_early / bytes.
-  int64_t buckets_early = 0, bytes_early = 0;
   double sum_ms = 0;  // sum()'s wall time: what the step waits for after the backward
 };
 
@@ -84,23 +70,11 @@ class GradientSync {
   // replica's, and checks that their weights agree). `timed` runs each collective (e.g. through
   // the step clock, so that waiting for a slower replica counts as waiting); by default it just
   // runs it. `check_every`: sums between checks that the replicas' weights agree (0: only when a
-  // partition changes). `start` starts a bucket's all-reduce over `dp` (e.g. through the step
-  // clock, StepClock::start_timed, so that on a GPU the time NCCL's kernel holds the stream
-  // counts as waiting); by default dp.start_all_reduce.
-  using StartReduce = std::function<std::unique_ptr<PendingReduce>(Communicator&, Tensor&)>;
+  // partition changes).
   static constexpr int64_t kCheckEvery = 100;
   GradientSync(Communicator& dp, Communicator& world, const Grid& grid, const Partition& initial,
                int64_t bucket_bytes = 25 << 20, std::function<void(const std::function<void()>&)> timed = {},
-               int64_t check_every = kCheckEvery, StartReduce start = {});
-  // Before the step's last backward: plans the buckets from the last sum (none before the first)
-  // and arms leaf_hook, which starts each bucket's all-reduce once its gradients are final. Then
-  // end_backward, after that backward (whether or not it ran), starts the buckets not yet
-  // started; every rank of the group starts the same buckets by then. A step that sums nothing
-  // (a non-finite loss) calls abandon, which waits for them and drops them.
-  void begin_backward(const std::vector<Parameter*>& params);
-  LeafGradReady leaf_hook();
-  void end_backward();
-  void abandon();
+               int64_t check_every = kCheckEvery);
   // Sums every parameter's gradient over the replicas, in place. `mine`: this replica's partition
   // now (the others learn it here when it changed). Collective over the world.
   void sum(const std::vector<Parameter*>& params, const Partition& mine);
@@ -118,38 +92,24 @@ class GradientSync {
   ReplicaPartitions partitions_;
   int64_t bucket_bytes_, check_every_, sums_ = 0;
   std::function<void(const std::function<void()>&)> timed_;
-  StartReduce start_;
   GradientSyncStats stats_;
   // A bucket: gradient rows of consecutive parameters (one dtype and device), flat.
   struct Piece {
     size_t param;
     std::vector<int64_t> units;  // the units packed, by id; empty: the whole (replicated) gradient
     int64_t elems;
-    bool operator==(const Piece& o) const { return param == o.param && units == o.units; }
   };
   struct Bucket {
     std::vector<Piece> pieces;
     int64_t elems = 0, bytes = 0;
     DType dtype = DType::F32;
     Device device = Device::cpu();
-    Tensor flat;                           // packed when started; the sum after its wait
-    bool early = false;                    // ran beside the backward's compute of others'
-    std::unique_ptr<PendingReduce> pending;
-    // The same rows in the same places (what the plan decides; not the packed data).
-    bool same_layout(const Bucket& o) const { return elems == o.elems && pieces == o.pieces; }
+    Tensor flat;  // packed, then the sum
   };
   // The buckets of a sum, from `present` (a gradient exists on some rank) and partitions_.
   std::vector<Bucket> plan(const std::vector<Parameter*>& params, const std::vector<char>& present) const;
-  void start(Bucket& b, const std::vector<Parameter*>& params);
+  void pack(Bucket& b, const std::vector<Parameter*>& params) const;
   void unpack(const Bucket& b, const std::vector<Parameter*>& params) const;
-  void start_ready();                      // the next buckets in order whose gradients are final
-  std::vector<char> last_present_;         // the last sum's: the next step's guess
-  std::vector<Bucket> early_;              // the guessed buckets, started from begin_backward on
-  size_t next_ = 0;                        // early_ started so far (in reverse order)
-  std::vector<Parameter*> early_params_;
-  std::vector<char> final_;                // per parameter: its gradient is final in this backward
-  std::map<const TensorImpl*, size_t> param_of_;
-  bool armed_ = false;
   void run(const std::function<void()>& collective);
   void all_reduce_agreeing(const std::vector<Parameter*>& params, const std::vector<char>& present);
   void exchange_differing(const std::vector<Parameter*>& params, const std::vector<char>& present);

@@ -9,8 +9,7 @@
 
 namespace flextp {
 
-double accumulate_gradients(const Batch& share, int64_t micro, int64_t global_windows, const LossFn& loss,
-                            const LeafGradReady& last_backward) {
+double accumulate_gradients(const Batch& share, int64_t micro, int64_t global_windows, const LossFn& loss) {
   const int64_t windows = share.ids.size(0);
   FLEXTP_CHECK(windows > 0 && windows <= global_windows, "a share of ", windows, " windows out of ", global_windows);
   const int64_t steps = micro_steps(windows, micro), per = windows / steps;
@@ -25,12 +24,7 @@ double accumulate_gradients(const Batch& share, int64_t micro, int64_t global_wi
     double value = l.item();
     total += value;
     if (!std::isfinite(value)) return value;
-    if (m + 1 == steps && last_backward) {
-      LeafGradHook hook(last_backward);
-      l.backward();
-    } else {
-      l.backward();
-    }
+    l.backward();
   }
   return total;
 }

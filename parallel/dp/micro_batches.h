@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <functional>
 
-#include "core/autograd.h"
 #include "core/tensor.h"
 #include "data/batches.h"
 
@@ -21,9 +20,6 @@ using LossFn = std::function<Tensor(const Tensor& ids, const Tensor& targets, in
 // (0: all at once); `global_windows`: the step's windows over all replicas. Returns the sum of
 // the scaled micro-step losses (this replica's part of the global mean), or a non-finite value
 // when a micro-step's loss is not finite (its backward, and those after it, are skipped).
-// `last_backward`: installed as the leaf hook (core/autograd.h) of the last micro-step's backward
-// only, when the gradients become final (the data-parallel sum's overlap, GradientSync::leaf_hook).
-double accumulate_gradients(const Batch& share, int64_t micro, int64_t global_windows, const LossFn& loss,
-                            const LeafGradReady& last_backward = {});
+double accumulate_gradients(const Batch& share, int64_t micro, int64_t global_windows, const LossFn& loss);
 
 }  // namespace flextp
