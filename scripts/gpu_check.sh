@@ -213,7 +213,7 @@ case "$BUILD" in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 export FLEXTP_TRAIN_BINARY=$BUILD/train FLEXTP_SOURCE_DIR=$PWD
 step tests-ops tests_ops.log "$BUILD/flextp_tests" \
   --source-file='*test_ops.cpp,*test_tensor.cpp,*test_optim.cpp,*test_gpt.cpp,*test_cuda_plans.cpp,*test_sdpa_graph.cpp'
-# Every GPU case, the ranks sharing the GPU over MPI and the step clock's stream timing included.
+# Every GPU case, the ranks sharing the GPU over MPI and the step clock's device timing included.
 step tests-gpu tests_gpu.log "$BUILD/flextp_tests" --test-case='on the GPU*'
 if [ -z "$MPIRUN" ]; then
   say "nccl-one-rank: SKIPPED, no mpirun starts here (none installed, or the bundle's mpi-runtime.tar.gz is missing or did not start)"

@@ -219,6 +219,12 @@ TEST_CASE("a safetensors header is read without a JSON tree: too deep or not an 
                        doctest::Contains("header is not a JSON object"), Error);
   CHECK_THROWS_WITH_AS(read_safetensors(file(R"({"a":)" + std::string(depth, '[') + std::string(depth, ']') + "}")),
                        doctest::Contains("header nests deeper than 3 levels"), Error);
+  // The header alone (a checkpoint listing reads no tensors) goes through the same reader.
+  CHECK_THROWS_WITH_AS(read_safetensors_metadata(file(R"({"a":)" + std::string(depth, '[') + std::string(depth, ']') + "}")),
+                       doctest::Contains("header nests deeper than 3 levels"), Error);
+  CHECK_THROWS_WITH_AS(read_safetensors_metadata(file(R"({"__metadata__":{"step":5}})")),
+                       doctest::Contains("metadata 'step' is not a string"), Error);
+  CHECK(read_safetensors_metadata(file(R"({"__metadata__":{"step":"5"}})")).at("step") == "5");
   CHECK_THROWS_WITH_AS(read_safetensors(file(R"({"a":{"dtype":"F32","shape":[[1]],"data_offsets":[0,4]}})")),
                        doctest::Contains("header nests deeper than 3 levels"), Error);
   // A header of empty tensors: each entry cost about 1.4 KB (100 MB of them: 2.3 GB).

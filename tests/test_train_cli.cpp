@@ -386,6 +386,7 @@ TEST_CASE("on the GPU, ranks sharing it over MPI: a 2 x 2 grid with a migration,
   REQUIRE(grid.size() == 8);
   check_losses_follow(grid, cpu, 1e-4);
   CHECK(grid.back()["grid"]["dp"] == 2);
+  CHECK(grid.back().value("dp_sync_buckets", int64_t{0}) > 2);  // several device buckets packed and unpacked
   CHECK(migrated(grid));
   // The hybrid skips units of the slow rank (active rows, GEMMs of k = 0 for empty ranks): the
   // model changes with what it skips, which follows the timings, so the CPU runs the same

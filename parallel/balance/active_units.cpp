@@ -53,5 +53,4 @@ void set_active_units(const std::vector<Parameter*>& group, int64_t active) {
   }
 }
 
-
 }  // namespace flextp

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "parallel/balance/active_units.h"
+#include "parallel/tp/repartition.h"
 
 namespace flextp {
 

@@ -17,7 +17,6 @@
 #include "parallel/balance/planner.h"
 #include "parallel/balance/policy.h"
 #include "parallel/balance/resizer.h"
-#include "parallel/tp/repartition.h"
 
 namespace flextp {
 

@@ -131,7 +131,7 @@ std::vector<GradientSync::Bucket> GradientSync::plan(const std::vector<Parameter
                                                     const std::vector<char>& present) const {
   // The rows each rank of the slot's data-parallel group sums: the same units, packed in the same
   // (unit-id) order on every replica. Only state every replica shares decides them (no local
-  // layout), so that a guess made before the backward matches on every rank.
+  // layout), so that every rank all-reduces the same buckets.
   std::vector<Piece> pieces;
   for (size_t i = 0; i < params.size(); ++i) {
     const Parameter& p = *params[i];
@@ -150,7 +150,7 @@ std::vector<GradientSync::Bucket> GradientSync::plan(const std::vector<Parameter
     if (piece.elems > 0) pieces.push_back(piece);
   }
   // Buckets: consecutive pieces of one dtype and device, up to bucket_bytes_ (a larger piece alone).
-  // The replicated parameters' pieces fill buckets of their own, first in the list (so started
+  // The replicated parameters' pieces fill buckets of their own, first in the list (so all-reduced
   // last): their layout then follows from the parameters alone, the same on every slot. A
   // reduction whose order of summation depends on an element's offset (a ring's chunks, as in
   // NCCL) gives every tensor rank of a replica the same bits of a replicated gradient only if the
@@ -182,11 +182,7 @@ void GradientSync::pack(Bucket& b, const std::vector<Parameter*>& params) const 
   for (const Piece& piece : b.pieces) {
     const Parameter& p = *params[piece.param];
     Tensor g = p.grad();
-    // No gradient here (an empty parameter): zeros, as the sum would add.
-    if (!g.defined()) {
-      flats.push_back(Tensor::zeros({piece.elems}, b.dtype, b.device));
-      continue;
-    }
+    FLEXTP_CHECK(g.defined(), "the data-parallel sum of ", p.name, ": no gradient to pack");  // sum() made zeros
     if (piece.units.empty()) {
       FLEXTP_CHECK(g.numel() == piece.elems, "the gradient of ", p.name, " changed size during the sum");
       flats.push_back(flat(g));
@@ -194,9 +190,8 @@ void GradientSync::pack(Bucket& b, const std::vector<Parameter*>& params) const 
     }
     std::vector<int64_t> where = local_index(p), offsets = local_unit_offsets(p);
     for (int64_t u : piece.units) {
-      const int64_t rows = p.rows_of_unit(u);
-      flats.push_back(where[u] < 0 ? Tensor::zeros({rows * row_width(p)}, b.dtype, b.device)
-                                   : flat(slice_rows(g, offsets[where[u]], rows)));
+      FLEXTP_CHECK(where[u] >= 0, "the data-parallel sum of ", p.name, ": unit ", u, " is not held here");
+      flats.push_back(flat(slice_rows(g, offsets[where[u]], p.rows_of_unit(u))));
     }
   }
   b.flat = flats.size() == 1 ? flats[0].clone() : concat_rows(flats);

@@ -22,7 +22,7 @@
 //
 // The sum runs after the backward. Overlapping the buckets' all-reduces with it, as DDP does,
 // was measured not to pay here and removed (docs/results.md, "The data-parallel gradient sum
-// overlapping the backward").
+// overlapping the backward (removed)").
 //
 // A gradient that no rank computed (a parameter unused this step) stays absent, as on one
 // process, so that the optimizer skips it alike; one computed by some ranks only is summed with
@@ -38,10 +38,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <memory>
 #include <vector>
 
-#include "core/autograd.h"
 #include "core/parameter.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/dp/grid.h"

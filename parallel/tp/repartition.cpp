@@ -124,9 +124,8 @@ void unpack(Parameter& p, const Partition& from, const Partition& to, const std:
 
 }  // namespace
 
-int64_t repartition(const std::vector<Parameter*>& params, const Partition& from,
-                             const Partition& to, const std::vector<std::string>& slots,
-                             Communicator* comm, TransferMethod method) {
+int64_t repartition(const std::vector<Parameter*>& params, const Partition& from, const Partition& to,
+                    const std::vector<std::string>& slots, Communicator* comm, TransferMethod method) {
   NoGradGuard ng;
   const int rank = comm ? comm->rank() : 0, size = comm ? comm->size() : 1;
   FLEXTP_CHECK(from.ranks() == size && to.ranks() == size, "repartition: partitions for ", from.ranks(),

@@ -20,8 +20,8 @@ namespace flextp {
 // the same layout.
 // `method` says how the packed messages travel: grouped point-to-point, or one all-to-all-v.
 // Returns the bytes all ranks sent together: the moved units' weights and slots, each once.
-int64_t repartition(const std::vector<Parameter*>& params, const Partition& from,
-                             const Partition& to, const std::vector<std::string>& slots,
-                             Communicator* comm, TransferMethod method = TransferMethod::PointToPoint);
+int64_t repartition(const std::vector<Parameter*>& params, const Partition& from, const Partition& to,
+                    const std::vector<std::string>& slots, Communicator* comm,
+                    TransferMethod method = TransferMethod::PointToPoint);
 
 }  // namespace flextp

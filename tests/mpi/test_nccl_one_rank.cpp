@@ -1,5 +1,5 @@
-// The NCCL communicator on one GPU: its unique id travels over MPI, and every collective and a
-// started all-reduce run on the device, for device tensors and staged host ones. One rank (NCCL
+// The NCCL communicator on one GPU: its unique id travels over MPI, and every collective runs on
+// the device, for device tensors and staged host ones. One rank (NCCL
 // refuses two ranks on one GPU): scripts/gpu_check.sh runs it under `mpirun -np 1`; the 2- and
 // 4-rank runs, and runs without a GPU, say that they skipped it.
 #include <doctest/doctest.h>
