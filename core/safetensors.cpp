@@ -163,6 +163,8 @@ struct OpenedFile {
   std::ifstream in;
   uint64_t file_size = 0;
   std::string header;
+  uint64_t data_start() const { return 8 + header.size(); }
+  uint64_t data_bytes() const { return file_size - data_start(); }
 };
 
 OpenedFile open_safetensors(const std::string& path) {
@@ -182,6 +184,15 @@ OpenedFile open_safetensors(const std::string& path) {
   f.header.assign(header_len, '\0');
   f.in.read(f.header.data(), static_cast<std::streamsize>(header_len));
   return f;
+}
+
+// The header's entries as written, and its metadata.
+std::vector<RawEntry> read_header(const std::string& path, const OpenedFile& f,
+                                  std::map<std::string, std::string>& metadata) {
+  std::vector<RawEntry> entries;
+  HeaderReader reader(path, f.data_bytes(), metadata, entries);
+  json::sax_parse(f.header, &reader);
+  return entries;
 }
 
 // Fault injection for the tests of interrupted saves: FLEXTP_FAULT_KILL_IN_WRITE=N kills the
@@ -260,11 +271,9 @@ void write_safetensors(const std::string& path,
 SafetensorsFile read_safetensors(const std::string& path) {
   OpenedFile f = open_safetensors(path);
   std::ifstream& in = f.in;
-  uint64_t data_start = 8 + f.header.size(), data_size = f.file_size - data_start;
+  const uint64_t data_start = f.data_start(), data_size = f.data_bytes();
   SafetensorsFile out;
-  std::vector<RawEntry> raw;
-  HeaderReader reader(path, data_size, out.metadata, raw);
-  json::sax_parse(f.header, &reader);
+  std::vector<RawEntry> raw = read_header(path, f, out.metadata);
 
   // Every entry is checked, and the ranges against each other, before any tensor is allocated.
   struct Entry {
@@ -327,11 +336,8 @@ SafetensorsFile read_safetensors(const std::string& path) {
 
 // The header alone: a look at many checkpoints (--keep-last) reads none of their tensors.
 std::map<std::string, std::string> read_safetensors_metadata(const std::string& path) {
-  OpenedFile f = open_safetensors(path);
   std::map<std::string, std::string> metadata;
-  std::vector<RawEntry> entries;
-  HeaderReader reader(path, f.file_size - 8 - f.header.size(), metadata, entries);
-  json::sax_parse(f.header, &reader);
+  read_header(path, open_safetensors(path), metadata);
   return metadata;
 }
 

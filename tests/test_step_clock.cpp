@@ -40,7 +40,7 @@ void run_step(StepClock& clock, double& now, bool nested = false) {
   Tensor t = Tensor::zeros({4});
   now += 3;
   if (nested)
-    clock.timed([&] { clock.all_reduce(t, ReduceOp::Sum); });  // as GradientSync times its calls
+    clock.timed([&] { clock.all_reduce(t, ReduceOp::Sum); });  // a caller that times its own call
   else
     clock.all_reduce(t, ReduceOp::Sum);
   now += 2;

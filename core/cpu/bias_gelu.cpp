@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <type_traits>
 
 #include "core/cpu/map_elementwise.h"
 #include "core/ops/bias_gelu.h"
@@ -11,24 +10,20 @@ constexpr double kCubic = 0.044715;
 
 // GELU's tanh form, 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))), and its derivative.
 // Eigen's array tanh is vectorised (a rational approximation accurate to a few ulp in float).
-struct GeluValues {
-  template <typename Out, typename V>
-  void operator()(Out& out, const V& v) const {
-    using T = typename V::Scalar;
-    auto u = T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v);
-    out = T(0.5) * v * (T(1) + u.tanh());
-  }
-};
+template <typename Out, typename V>
+void gelu_values(Out& out, const V& v) {
+  using T = typename V::Scalar;
+  auto u = T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v);
+  out = T(0.5) * v * (T(1) + u.tanh());
+}
 
-struct GeluGrads {
-  template <typename Out, typename V, typename G>
-  void operator()(Out& out, const V& v, const G& g) const {
-    using T = typename V::Scalar;
-    Eigen::Array<T, Eigen::Dynamic, 1> t = (T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v)).tanh();
-    auto du = T(kSqrt2OverPi) * (T(1) + T(3 * kCubic) * v * v);
-    out = g * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * du);
-  }
-};
+template <typename Out, typename V, typename G>
+void gelu_grads(Out& out, const V& v, const G& g) {
+  using T = typename V::Scalar;
+  Eigen::Array<T, Eigen::Dynamic, 1> t = (T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v)).tanh();
+  auto du = T(kSqrt2OverPi) * (T(1) + T(3 * kCubic) * v * v);
+  out = g * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * du);
+}
 
 // Row by row over x [rows, m]: v = x_row + bias into a row buffer (in L1), then the formula on it;
 // `write(out_row, v, row)` writes the row's result.
@@ -54,7 +49,7 @@ void bias_gelu_forward(const Tensor& x, const Tensor& bias, Tensor& y) {
     int64_t m = bias.numel();
     over_biased_rows<T>(x, bias, [&](const auto& v, int64_t at) {
       VectorMap<T> out(py + at, m);
-      GeluValues{}(out, v);
+      gelu_values(out, v);
     });
   });
 }
@@ -67,7 +62,7 @@ void bias_gelu_backward(const Tensor& x, const Tensor& bias, const Tensor& dy, T
     int64_t m = bias.numel();
     over_biased_rows<T>(x, bias, [&](const auto& v, int64_t at) {
       VectorMap<T> out(pd + at, m);
-      GeluGrads{}(out, v, ConstVectorMap<T>(pg + at, m));
+      gelu_grads(out, v, ConstVectorMap<T>(pg + at, m));
     });
   });
 }

@@ -23,12 +23,11 @@ void binary_impl(const Tensor& a, const Tensor& b, Tensor& out) {
   const T* pb = b.data<T>();
   T* po = out.data<T>();
   int64_t n = out.numel();
-  const Shape& os = out.shape();
   if (a.numel() == n && b.numel() == n) {
     parallel_for(n, kGrain, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) po[i] = apply<Op>(pa[i], pb[i]);
     });
-  } else if (a.numel() == n && is_suffix(b.shape(), os)) {  // x op bias
+  } else if (a.numel() == n) {  // x op bias (the op checked that b repeats along x's leading dimensions)
     int64_t m = b.numel();
     parallel_for(m ? n / m : 0, kGrain / (m + 1) + 1, [&](int64_t lo, int64_t hi) {
       for (int64_t r = lo; r < hi; ++r)

@@ -108,9 +108,12 @@ void sharded_ce_backward(const Tensor& logits, const Tensor& runs, const Tensor&
     parallel_for(n, grain(v), [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
         VectorMap<T> d(pd + i * v, v);
-        T s = pc[i] * scale;  // 0 on ignored rows, whose gradient is all zero
-        if (s == T(0) || !whole_rows) d.setZero();  // and on the padded columns
-        if (s == T(0)) continue;
+        T s = pc[i] * scale;
+        if (s == T(0)) {  // an ignored row: its gradient is all zero
+          d.setZero();
+          continue;
+        }
+        if (!whole_rows) d.setZero();  // the padded columns
         for (int64_t r = 0; r < nr; ++r) {
           int64_t b = pr[2 * r], len = pr[2 * r + 1] - b;
           d.segment(b, len) = s * (ConstVectorMap<T>(px + i * v + b, len) - pl[i]).exp();

@@ -168,7 +168,7 @@ std::vector<GradientSync::Bucket> GradientSync::plan(const std::vector<Parameter
         buckets.back().dtype = v.dtype(), buckets.back().device = v.device();
       }
       Bucket& b = buckets.back();
-      b.pieces.push_back(piece), b.elems += piece.elems, b.bytes += bytes;
+      b.pieces.push_back(piece), b.bytes += bytes;
     }
     return buckets;
   };
@@ -177,43 +177,24 @@ std::vector<GradientSync::Bucket> GradientSync::plan(const std::vector<Parameter
   return buckets;
 }
 
-void GradientSync::pack(Bucket& b, const std::vector<Parameter*>& params) const {
-  std::vector<Tensor> flats;
+std::vector<Tensor> GradientSync::rows(const Bucket& b, const std::vector<Parameter*>& params) const {
+  std::vector<Tensor> out;
   for (const Piece& piece : b.pieces) {
     const Parameter& p = *params[piece.param];
     Tensor g = p.grad();
     FLEXTP_CHECK(g.defined(), "the data-parallel sum of ", p.name, ": no gradient to pack");  // sum() made zeros
     if (piece.units.empty()) {
       FLEXTP_CHECK(g.numel() == piece.elems, "the gradient of ", p.name, " changed size during the sum");
-      flats.push_back(flat(g));
+      out.push_back(g);
       continue;
     }
     std::vector<int64_t> where = local_index(p), offsets = local_unit_offsets(p);
     for (int64_t u : piece.units) {
       FLEXTP_CHECK(where[u] >= 0, "the data-parallel sum of ", p.name, ": unit ", u, " is not held here");
-      flats.push_back(flat(slice_rows(g, offsets[where[u]], p.rows_of_unit(u))));
+      out.push_back(slice_rows(g, offsets[where[u]], p.rows_of_unit(u)));
     }
   }
-  b.flat = flats.size() == 1 ? flats[0].clone() : concat_rows(flats);
-}
-
-void GradientSync::unpack(const Bucket& b, const std::vector<Parameter*>& params) const {
-  int64_t at = 0;
-  for (const Piece& piece : b.pieces) {
-    const Parameter& p = *params[piece.param];
-    Tensor g = p.grad();
-    if (piece.units.empty()) {
-      flat(g).copy_from(slice_rows(b.flat, at, piece.elems));
-      at += piece.elems;
-      continue;
-    }
-    std::vector<int64_t> where = local_index(p), offsets = local_unit_offsets(p);
-    for (int64_t u : piece.units) {
-      Tensor rows = slice_rows(g, offsets[where[u]], p.rows_of_unit(u));
-      rows.copy_from(view_as(slice_rows(b.flat, at, rows.numel()), rows.shape()));
-      at += rows.numel();
-    }
-  }
+  return out;
 }
 
 void GradientSync::all_reduce_agreeing(const std::vector<Parameter*>& params, const std::vector<char>& present) {
@@ -221,10 +202,16 @@ void GradientSync::all_reduce_agreeing(const std::vector<Parameter*>& params, co
   const int d = grid_.dp;
   // In one order on every rank: the reverse of parameter order, as the backward leaves them.
   for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
-    Bucket& b = *it;
-    pack(b, params);
-    run([&] { dp_.all_reduce(b.flat, ReduceOp::Sum); });
-    unpack(b, params);
+    const Bucket& b = *it;
+    // Packed flat, summed, and the sum written back through the views it was packed from.
+    std::vector<Tensor> views = rows(b, params);
+    Tensor packed = concat_flat(views);
+    run([&] { dp_.all_reduce(packed, ReduceOp::Sum); });
+    int64_t at = 0;
+    for (Tensor& v : views) {
+      v.copy_from(view_as(slice_rows(packed, at, v.numel()), v.shape()));
+      at += v.numel();
+    }
     for (const Piece& piece : b.pieces)
       stats_.ring_bytes += ring_share(piece.elems * static_cast<int64_t>(dtype_size(b.dtype)), d);
     ++stats_.buckets, stats_.bytes += b.bytes, stats_.bytes_sent += ring_share(b.bytes, d);

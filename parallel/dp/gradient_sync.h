@@ -99,15 +99,14 @@ class GradientSync {
   };
   struct Bucket {
     std::vector<Piece> pieces;
-    int64_t elems = 0, bytes = 0;
+    int64_t bytes = 0;
     DType dtype = DType::F32;
     Device device = Device::cpu();
-    Tensor flat;  // packed, then the sum
   };
   // The buckets of a sum, from `present` (a gradient exists on some rank) and partitions_.
   std::vector<Bucket> plan(const std::vector<Parameter*>& params, const std::vector<char>& present) const;
-  void pack(Bucket& b, const std::vector<Parameter*>& params) const;
-  void unpack(const Bucket& b, const std::vector<Parameter*>& params) const;
+  // The gradient rows of a bucket's pieces, in its order: views of the gradients.
+  std::vector<Tensor> rows(const Bucket& b, const std::vector<Parameter*>& params) const;
   void run(const std::function<void()>& collective);
   void all_reduce_agreeing(const std::vector<Parameter*>& params, const std::vector<char>& present);
   void exchange_differing(const std::vector<Parameter*>& params, const std::vector<char>& present);

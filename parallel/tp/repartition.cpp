@@ -25,9 +25,11 @@ int64_t row_elems(const Parameter& p) {
 
 // What this rank sends: per destination, the rows of every travelling tensor of each unit
 // leaving for it, in the order of the parameters; and per source, the elements it receives.
+// `moved_bytes`: what all ranks send together, the same on every rank (each knows every owner).
 struct Outgoing {
   std::vector<std::vector<Tensor>> parts;
   std::vector<int64_t> recv_elems;
+  int64_t moved_bytes = 0;
   DType dtype = DType::F32;
   Device device = Device::cpu();
 };
@@ -48,11 +50,13 @@ Outgoing pack(const std::vector<Parameter*>& params, const Partition& from, cons
     int64_t width = row_elems(*p);
     for (size_t u = 0; u < old_owner.size(); ++u) {
       if (old_owner[u] == new_owner[u]) continue;
+      const int64_t elems = p->rows_of_unit(u) * width * static_cast<int64_t>(tensors.size());
+      out.moved_bytes += elems * static_cast<int64_t>(dtype_size(out.dtype));
       if (old_owner[u] == rank) {
         auto at = std::find(p->units.begin(), p->units.end(), static_cast<int64_t>(u)) - p->units.begin();
         for (Tensor* t : tensors) out.parts[new_owner[u]].push_back(slice_rows(*t, offsets[at], p->rows_of_unit(u)));
       }
-      if (new_owner[u] == rank) out.recv_elems[old_owner[u]] += p->rows_of_unit(u) * width * tensors.size();
+      if (new_owner[u] == rank) out.recv_elems[old_owner[u]] += elems;
     }
   }
   return out;
@@ -131,16 +135,13 @@ int64_t repartition(const std::vector<Parameter*>& params, const Partition& from
   FLEXTP_CHECK(from.ranks() == size && to.ranks() == size, "repartition: partitions for ", from.ranks(),
                " and ", to.ranks(), " ranks on a communicator of ", size);
   Outgoing outgoing = pack(params, from, to, slots, rank, size);
-  int64_t bytes_sent = 0;
   // One message per (src, dst) pair.
   std::vector<Communicator::Transfer> sends, recvs;
   for (int peer = 0; peer < size; ++peer) {
     if (!outgoing.parts[peer].empty()) {
       std::vector<Tensor> flat;
       for (const Tensor& t : outgoing.parts[peer]) flat.push_back(view_as(t, {t.numel()}));
-      Tensor buffer = concat_rows(flat);
-      bytes_sent += buffer.nbytes();
-      sends.push_back({peer, buffer});
+      sends.push_back({peer, concat_rows(flat)});
     }
     if (outgoing.recv_elems[peer] > 0)
       recvs.push_back({peer, Tensor::empty({outgoing.recv_elems[peer]}, outgoing.dtype, outgoing.device)});
@@ -150,17 +151,13 @@ int64_t repartition(const std::vector<Parameter*>& params, const Partition& from
       comm->send_recv(sends, recvs);
     else
       all_to_all(*comm, sends, recvs, outgoing.dtype, outgoing.device);
-    // Every rank reports the same totals.
-    Tensor t = Tensor::from_vector<double>({double(bytes_sent)}, {1});
-    comm->all_reduce(t);
-    bytes_sent = static_cast<int64_t>(t.to_vector<double>()[0]);
   }
   std::vector<int64_t> cursor(size, 0);
   std::map<int, Tensor> recv_of;
   for (const auto& r : recvs) recv_of[r.peer] = r.buffer;
   for (Parameter* p : params)
     if (!p->replicated()) unpack(*p, from, to, slots, rank, recv_of, cursor);
-  return bytes_sent;
+  return outgoing.moved_bytes;
 }
 
 }  // namespace flextp
