@@ -101,7 +101,8 @@ int train_loop(const TrainOptions& o, Trainer& trainer, Validation& validation, 
 }
 
 // Setting up (data, model, optimizer, checkpoint, balancer), then the loop.
-int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device, const SplitWorld& split) {
+int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device, const SplitWorld& split,
+        std::vector<std::string> hosts) {
   const RankThreads threads = set_rank_threads();  // before OpenMP's threads start
   flush_denormals();  // on this thread and OpenMP's (core/denormals.h)
   const bool lead = world.rank() == 0;  // rank 0 alone prints and writes files
@@ -109,7 +110,8 @@ int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device,
   const CheckpointOptions& ck = o.checkpoint;
   if (!ck.load.empty() && !o.output.eval_only) o.seed = resumed_seed(ck.load, o.seed, app.count("--seed") > 0);
   o.balancing.resize.seed = o.seed;
-  const ProcessGroups groups = make_process_groups(o, world, split);
+  ProcessGroups groups = make_process_groups(o, world, split);
+  groups.hosts = std::move(hosts);
   // Every collective of the tensor-parallel group goes through the step clock: it measures
   // compute and waiting, and emulates a slower rank when asked to.
   StepClock step_clock(groups.tensor_parallel(world), slowdown(o.harness, groups.grid));
@@ -189,6 +191,9 @@ int main(int argc, char** argv) {
     // Ranks on GPUs talk over NCCL (device memory, no host staging); MPI only brings them up.
     const std::string& backend = o.parallel.comm_backend;
     bool nccl = backend == "nccl" || (backend == "auto" && device.is_cuda());
+    // Ranks ordered by host (--placement), so that a tensor-parallel group stays on one host.
+    std::vector<std::string> hosts;
+    if (mpi) hosts = mpi_place_ranks(o.parallel.placement == "host");
     if (mpi && nccl)
       comm = make_nccl_communicator(device.index);
     else
@@ -198,7 +203,7 @@ int main(int argc, char** argv) {
     SplitWorld split = [&](int color) -> std::unique_ptr<Communicator> {
       return nccl ? make_nccl_communicator(device.index, color) : make_mpi_communicator(color);
     };
-    return run(o, app, *comm, device, split);
+    return run(o, app, *comm, device, split, std::move(hosts));
   } catch (const std::exception& e) {
     std::fflush(stdout);  // the log lines before the error come first
     if (comm && comm->size() > 1)

@@ -81,7 +81,8 @@ class Block:
                 continue
             self.commands.append((text, list(needs)))
         self.long = any(p.search(c) for c, _ in self.commands for p in LONG)
-        self.label = "docs_long" if self.long else "docs"
+        on_hosts = any(HOSTS.search(n) or NAMESPACES.search(n) for _, ns in self.commands for n in ns)
+        self.label = "docs_long" if self.long else "hosts" if on_hosts else "docs"
 
 
 def blocks_of(source):
@@ -169,6 +170,30 @@ def check_cores(m, text, ctx):
     return None if have >= wanted else "%d free cores wanted, %d here" % (wanted, have)
 
 
+# `# needs: 2 hosts of 2 slots`: the commands run on h0 of scripts/hosts (-n 2 --slots 2), with the
+# hostfile at ./hosts, as on a cluster's first node; `# needs: root and network namespaces`: a
+# command that runs scripts/hosts itself.
+HOSTS = re.compile(r"\b(\d+) hosts(?: of (\d+) slots?)?\b")
+NAMESPACES = re.compile(r"\broot and network namespaces\b")
+
+
+def check_namespaces(m, text, ctx):
+    if os.geteuid() != 0:
+        return "not root (scripts/hosts makes network namespaces)"
+    missing = [t for t in ("ip", "tc", "nsenter", "unshare", "mpirun") if not shutil.which(t)]
+    return "no %s (scripts/hosts)" % ", ".join(missing) if missing else None
+
+
+def on_hosts(command, needs):
+    """The command as it runs inside scripts/hosts when a need asks for hosts."""
+    for need in needs:
+        m = HOSTS.search(need)
+        if m:
+            inner = 'cp "$FLEXTP_HOSTFILE" hosts && ' + command
+            return "scripts/hosts -n %s --slots %s -- bash -c %s" % (m.group(1), m.group(2) or 1, shlex.quote(inner))
+    return command
+
+
 def never(reason):
     return lambda m, text, ctx: reason
 
@@ -176,6 +201,8 @@ def never(reason):
 # (pattern, check): a check returns None when the need is met, else why not.
 NEEDS = [
     (re.compile(r"\b\d+ nodes\b|\bhostfile\b|\bSlurm\b"), never("several machines")),
+    (HOSTS, check_namespaces),
+    (NAMESPACES, check_namespaces),
     (re.compile(r"\b(?:(\d+) )?NVIDIA GPUs?\b"), check_gpus),
     (re.compile(r"\bFLEXTP_GPT2_DIR\b"), check_gpt2_dir),
     (re.compile(r"\b(matplotlib|torch|transformers|tiktoken|numpy)\b"), check_python),
@@ -220,7 +247,7 @@ def script_of(block, ctx, report):
         if why:
             report.append("SKIPPED  %s\n         (needs: %s)" % (text, why))
             continue
-        command = rewrite(text, block.long)
+        command = on_hosts(rewrite(text, block.long), needs)
         shown = command if command == text else "%s\n         (as written: %s)" % (command, text)
         report.append("RAN      " + shown)
         lines.append("printf '%%s\\n' %s" % shlex.quote("$ " + command))

@@ -97,6 +97,10 @@ void add_parallel_flags(CLI::App& app, ParallelOptions& p) {
   app.add_option("--tp", p.tp, "ranks per tensor-parallel group (consecutive ranks): the rest is data parallel")
       ->check(positive)
       ->default_str("all ranks");
+  app.add_option("--placement", p.placement,
+                 "rank order: host (a host's ranks consecutive, so a --tp group stays on one host) or launcher "
+                 "(mpirun's order)")
+      ->check(CLI::IsMember({"host", "launcher"}));
   app.add_option("--micro-batch", p.micro_batch,
                  "windows per forward/backward; a replica accumulates its share of --batch in micro-steps")
       ->check(positive)

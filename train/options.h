@@ -39,6 +39,7 @@ struct ParallelOptions {
   std::string attention = "auto";
   bool tf32 = false, bf16 = false;
   int64_t tp = 0;           // ranks per tensor-parallel group (0: all); the rest data parallel
+  std::string placement = "host";  // rank order: host (a host's ranks consecutive) or launcher
   int64_t micro_batch = 0;  // 0: a replica's whole share at once
   double dp_bucket_mb = 25;
   std::string dp_shares = "speed";  // windows per replica: "speed" or "even"

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "parallel/comm/communicator.h"
 #include "parallel/dp/grid.h"
@@ -19,6 +21,7 @@ struct ProcessGroups {
   std::unique_ptr<Communicator> tp, dp;  // several replicas: this rank's tensor- and data-parallel groups
   int64_t share = 0;                     // this replica's windows of a step (at the start: an even split)
   int64_t micro_windows = 0;             // windows per forward/backward
+  std::vector<std::string> hosts;        // the host of each world rank (mpi_place_ranks); empty: one process
 
   Communicator& tensor_parallel(Communicator& world) const { return tp ? *tp : world; }
 };

@@ -5,10 +5,13 @@
 #include <cstdlib>
 #include <limits>
 
+#include "parallel/comm/placement.h"
+
 namespace flextp {
 namespace {
 
 bool g_initialised_here = false;
+int g_place_key = 0;  // this rank's place (mpi_place_ranks); 0 everywhere keeps world-rank order
 
 void check_mpi(int rc, const char* call) {
   if (rc == MPI_SUCCESS) return;
@@ -46,9 +49,9 @@ struct Staged {
 
 class MpiCommunicator : public Communicator {
  public:
-  // The ranks of the world that pass the same color, in world-rank order.
+  // The ranks of the world that pass the same color, in placed order (mpi_place_ranks).
   explicit MpiCommunicator(int color) {
-    FLEXTP_MPI(MPI_Comm_split(MPI_COMM_WORLD, color, 0, &comm_));
+    FLEXTP_MPI(MPI_Comm_split(MPI_COMM_WORLD, color, g_place_key, &comm_));
     // Errors come back as codes that become exceptions naming the call.
     FLEXTP_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     FLEXTP_MPI(MPI_Comm_rank(comm_, &rank_));
@@ -187,6 +190,29 @@ std::unique_ptr<Communicator> make_mpi_communicator(int color) {
   FLEXTP_CHECK(color >= 0, "make_mpi_communicator: color ", color, " must be >= 0");
   return std::make_unique<MpiCommunicator>(color);
 }
+
+std::vector<std::string> mpi_place_ranks(bool by_host) {
+  FLEXTP_CHECK(MpiRuntime::active(), "mpi_place_ranks: MPI is not initialised");
+  int world = 1, rank = 0, len = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  FLEXTP_MPI(MPI_Get_processor_name(name, &len));
+  std::vector<char> all(static_cast<size_t>(world) * MPI_MAX_PROCESSOR_NAME);
+  FLEXTP_MPI(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                           MPI_COMM_WORLD));
+  std::vector<std::string> host_of(world);
+  for (int w = 0; w < world; ++w) host_of[w] = all.data() + static_cast<size_t>(w) * MPI_MAX_PROCESSOR_NAME;
+  std::vector<int> place = by_host ? places_by_host(host_of) : std::vector<int>{};
+  if (!by_host)
+    for (int w = 0; w < world; ++w) place.push_back(w);
+  g_place_key = place[rank];
+  std::vector<std::string> hosts(world);
+  for (int w = 0; w < world; ++w) hosts[place[w]] = host_of[w];
+  return hosts;
+}
+
+int mpi_place_key() { return g_place_key; }
 
 int mpi_ranks_on_this_node() {
   FLEXTP_CHECK(MpiRuntime::active(), "mpi_ranks_on_this_node: MPI is not initialised");

@@ -2,6 +2,8 @@
 // MPI: the launcher-agnostic way to run one process per rank (mpirun, srun). Host buffers go to
 // MPI directly; GPU buffers are staged through host memory.
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "parallel/comm/communicator.h"
 
@@ -22,7 +24,16 @@ class MpiRuntime {
   static bool active();
 };
 
-// A communicator over the world's ranks that pass the same `color` (>= 0), in world-rank order:
+// Orders the ranks of every communicator made after it (make_mpi_communicator and
+// make_nccl_communicator, the world's included) by host when `by_host` (parallel/comm/placement.h:
+// consecutive ranks share a host, world rank 0 stays rank 0), else in the launcher's order; returns
+// the host of each rank in that order. A collective: every world rank calls it, before making any
+// communicator.
+std::vector<std::string> mpi_place_ranks(bool by_host);
+// This rank's key in that order, for MPI_Comm_split.
+int mpi_place_key();
+
+// A communicator over the world's ranks that pass the same `color` (>= 0), in placed order:
 // e.g. a smaller tensor-parallel group inside one run; all of them when every rank passes 0. MPI
 // must be initialised, and every world rank must call it.
 std::unique_ptr<Communicator> make_mpi_communicator(int color = 0);

@@ -26,5 +26,7 @@ bool MpiRuntime::active() { return false; }
 
 std::unique_ptr<Communicator> make_mpi_communicator(int) { FLEXTP_FAIL(kNoMpi); }
 int mpi_ranks_on_this_node() { return 1; }
+std::vector<std::string> mpi_place_ranks(bool) { FLEXTP_FAIL(kNoMpi); }
+int mpi_place_key() { return 0; }
 
 }  // namespace flextp

@@ -9,6 +9,7 @@
 
 #include "core/cuda/check.h"
 #include "core/cuda/stream.h"
+#include "parallel/comm/mpi_communicator.h"
 
 namespace flextp {
 namespace {
@@ -129,14 +130,12 @@ class NcclCommunicator : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_nccl_communicator(int device) {
-  return std::make_unique<NcclCommunicator>(device, MPI_COMM_WORLD);
-}
+std::unique_ptr<Communicator> make_nccl_communicator(int device) { return make_nccl_communicator(device, 0); }
 
 std::unique_ptr<Communicator> make_nccl_communicator(int device, int color) {
   FLEXTP_CHECK(color >= 0, "make_nccl_communicator: color ", color, " must be >= 0");
   MPI_Comm group;
-  FLEXTP_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, 0, &group) == MPI_SUCCESS,
+  FLEXTP_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, mpi_place_key(), &group) == MPI_SUCCESS,
                "splitting the MPI world into NCCL groups failed");
   // The MPI group only carries the unique id: NCCL keeps no reference to it.
   struct Free {

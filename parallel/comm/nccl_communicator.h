@@ -9,7 +9,7 @@ namespace flextp {
 
 // One rank per process; `device` is this process's GPU. MPI must be initialised.
 std::unique_ptr<Communicator> make_nccl_communicator(int device);
-// Over the world's ranks that pass the same `color` (>= 0), in world-rank order (one group of a
+// Over the world's ranks that pass the same `color` (>= 0), in placed order (mpi_place_ranks) (one group of a
 // data x tensor parallel grid; a unique id per group). Every world rank must call it.
 std::unique_ptr<Communicator> make_nccl_communicator(int device, int color);
 

@@ -9,6 +9,7 @@
 
 int main(int argc, char** argv) {
   flextp::MpiRuntime mpi(&argc, &argv);
+  flextp::mpi_place_ranks(true);  // as train does: a host's ranks consecutive (across hosts: tests/hosts)
   doctest::Context context(argc, argv);
   context.addFilter("reporters", "console");
   context.addFilter("reporters", "abort-every-rank");
