@@ -17,8 +17,7 @@ CommCostModel communication_model(Communicator& comm, const TrainOptions& o, con
   double transfer_bytes = costs.unit(UnitRegistry(c).group(UnitKind::Head, 0)->name).bytes * c.n_layer;
   CommCostModel m;
   if (comm.size() > 1)
-    m = calibrate(comm, {4096, 65536, 1 << 20, static_cast<int64_t>(reduce_bytes)}, reduce_bytes, transfer_bytes,
-                  5, device);
+    m = calibrate(comm, calibration_sizes(reduce_bytes, transfer_bytes), reduce_bytes, transfer_bytes, 5, device);
   with_flag("--comm", [&] { apply_comm_choice(m, o.parallel.comm); });
   return m;
 }

@@ -9,8 +9,9 @@
 namespace flextp {
 namespace {
 
-template <typename F>
-double median_ms(Communicator& comm, int reps, F&& f) {
+}  // namespace
+
+double slowest_median_ms(Communicator& comm, int reps, const std::function<void()>& f) {
   std::vector<double> t;
   f();  // warm-up
   for (int i = 0; i < reps; ++i) {
@@ -19,20 +20,27 @@ double median_ms(Communicator& comm, int reps, F&& f) {
     f();
     t.push_back(now_ms() - start);
   }
-  return median(t);
+  Tensor m = Tensor::from_vector(std::vector<double>{median(t)}, {1});
+  comm.all_reduce(m, ReduceOp::Max);
+  return m.to_vector<double>()[0];
 }
 
-}  // namespace
-
 AlphaBeta fit_alpha_beta(const std::vector<std::pair<double, double>>& s) {
-  double n = static_cast<double>(s.size()), sx = 0, sy = 0, sxx = 0, sxy = 0;
+  // Weighted by 1 / ms^2: each sample's relative error counts alike, so the small messages fix
+  // the latency and the large ones the bandwidth (plain least squares let the largest message's
+  // noise set the latency: 0 or tens of ms over TCP).
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (auto [x, y] : s) {
-    sx += x, sy += y, sxx += x * x, sxy += x * y;
+    double w = 1.0 / std::max(y * y, 1e-12);
+    sw += w, sx += w * x, sy += w * y, sxx += w * x * x, sxy += w * x * y;
   }
   AlphaBeta f;
-  double den = n * sxx - sx * sx;
-  f.ms_per_byte = den > 0 ? std::max(0.0, (n * sxy - sx * sy) / den) : 0.0;
-  f.alpha_ms = n > 0 ? std::max(0.0, (sy - f.ms_per_byte * sx) / n) : 0.0;
+  if (sw == 0) return f;
+  double den = sw * sxx - sx * sx;
+  f.ms_per_byte = den > 0 ? (sw * sxy - sx * sy) / den : 0.0;
+  f.alpha_ms = (sy - f.ms_per_byte * sx) / sw;
+  if (f.ms_per_byte < 0) f = {sy / sw, 0.0};                    // no growth with size: latency alone
+  if (f.alpha_ms < 0) f = {0.0, sxx > 0 ? sxy / sxx : 0.0};  // through the origin
   return f;
 }
 
@@ -72,6 +80,10 @@ void reduce_by(Communicator& comm, Tensor& t, ReduceMethod method) {
   view_as(t, {len}).copy_from(slice_rows(padded, 0, len));
 }
 
+std::vector<int64_t> calibration_sizes(double reduce_bytes, double transfer_bytes) {
+  return {1 << 16, 1 << 18, 1 << 20, 1 << 22, static_cast<int64_t>(reduce_bytes), static_cast<int64_t>(transfer_bytes)};
+}
+
 CommCostModel calibrate(Communicator& comm, const std::vector<int64_t>& sizes, double reduce_bytes,
                         double transfer_bytes, int reps, Device device) {
   int n = comm.size(), r = comm.rank();
@@ -80,35 +92,25 @@ CommCostModel calibrate(Communicator& comm, const std::vector<int64_t>& sizes, d
     int64_t floats = std::max<int64_t>(1, bytes / 4);
     Tensor t = Tensor::zeros({floats}, DType::F32, device);
     double b = static_cast<double>(floats * 4);
-    samples["allreduce"].push_back({b, median_ms(comm, reps, [&] { comm.all_reduce(t); })});
-    samples["rs-ag"].push_back({b, median_ms(comm, reps, [&] { reduce_by(comm, t, ReduceMethod::ReduceScatterAllGather); })});
-    samples["broadcast"].push_back({b, median_ms(comm, reps, [&] { comm.broadcast(t, 0); })});
+    samples["allreduce"].push_back({b, slowest_median_ms(comm, reps, [&] { comm.all_reduce(t); })});
+    samples["rs-ag"].push_back({b, slowest_median_ms(comm, reps, [&] { reduce_by(comm, t, ReduceMethod::ReduceScatterAllGather); })});
+    samples["broadcast"].push_back({b, slowest_median_ms(comm, reps, [&] { comm.broadcast(t, 0); })});
     if (n > 1) {
       // A migration-like exchange: every rank sends `bytes` to the next one.
       Tensor in = Tensor::empty({floats}, DType::F32, device);
-      samples["p2p"].push_back({b, median_ms(comm, reps, [&] {
+      samples["p2p"].push_back({b, slowest_median_ms(comm, reps, [&] {
         comm.send_recv({{(r + 1) % n, t}}, {{(r + n - 1) % n, in}});
       })});
       std::vector<int64_t> sb(n, 0), rb(n, 0);
       sb[(r + 1) % n] = b;
       rb[(r + n - 1) % n] = b;
-      samples["alltoallv"].push_back({b, median_ms(comm, reps, [&] { comm.all_to_all_v(t, sb, in, rb); })});
+      samples["alltoallv"].push_back({b, slowest_median_ms(comm, reps, [&] { comm.all_to_all_v(t, sb, in, rb); })});
     }
   }
-  // Rank 0's measurements decide, so that every rank makes the same choices.
-  std::vector<std::string> names;
-  std::vector<double> flat;
-  for (const auto& [name, s] : samples) {
-    AlphaBeta f = fit_alpha_beta(s);
-    names.push_back(name);
-    flat.push_back(f.alpha_ms);
-    flat.push_back(f.ms_per_byte);
-  }
-  Tensor shared = Tensor::from_vector(flat, {static_cast<int64_t>(flat.size())});
-  comm.broadcast(shared, 0);
-  flat = shared.to_vector<double>();
+  // Each sample is the slowest rank's (slowest_median_ms): every rank fits the same numbers and
+  // makes the same choices.
   CommCostModel m;
-  for (size_t i = 0; i < names.size(); ++i) m.fits[names[i]] = {flat[2 * i], flat[2 * i + 1]};
+  for (const auto& [name, samples_of] : samples) m.fits[name] = fit_alpha_beta(samples_of);
   m.reduce = m.fits["rs-ag"].predict_ms(reduce_bytes) < m.fits["allreduce"].predict_ms(reduce_bytes)
                  ? ReduceMethod::ReduceScatterAllGather
                  : ReduceMethod::AllReduce;
