@@ -94,6 +94,13 @@ void TrainLog::step(const StepReport& r) {
         r.balance.trial.c_str(), r.balance.trial_before_ms, r.balance.trial_after_ms,
         100 * (r.balance.trial_after_ms / r.balance.trial_before_ms - 1), -100 * r.balance.predicted_gain,
         r.balance.trial == "undone" ? "; undone now, no new try for a while" : "");
+  if (r.link.event == LinkWatch::Event::Slowed)
+    say("step %5lld | link slowed: communication %.1f ms a step against %.1f usual, on the %s; the ranks' "
+        "compute is as before, so nothing moves for it\n",
+        (long long)r.step, r.link.comm_ms, r.link.usual_ms, links_.c_str());
+  if (r.link.event == LinkWatch::Event::Recovered)
+    say("step %5lld | link recovered: communication %.1f ms a step (usual %.1f), on the %s\n", (long long)r.step,
+        r.link.comm_ms, r.link.usual_ms, links_.c_str());
   if (r.balance.plan.migrate)
     say("step %5lld | %s; moved in %.1f ms; units per rank now %s\n", (long long)r.step,
         r.balance.plan.str().c_str(), r.balance.migrate_ms, r.partition_text.c_str());
@@ -114,6 +121,12 @@ void TrainLog::metrics(const StepReport& r) {
       ranks.push_back({{"compute_ms", row.compute_ms}, {"wait_ms", row.wait_ms}, {"units", row.units.named()},
                        {"speed", row.speed}});
     line["ranks"] = ranks;
+    line["comm_ms"] = r.link.comm_ms;  // the least wait of the group's ranks: the transfers' own time
+    line["link_slow"] = r.link.slow;
+    if (r.link.event != LinkWatch::Event::None) {
+      line["link"] = {{"event", r.link.event == LinkWatch::Event::Slowed ? "slowed" : "recovered"},
+                      {"usual_ms", r.link.usual_ms}, {"links", links_}};
+    }
     line["plan"] = r.balance.choice;
     line["predicted_ms"] = r.balance.plan.now_ms;
     line["ideal_ms"] = r.balance.plan.ideal_ms;

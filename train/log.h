@@ -36,6 +36,8 @@ class TrainLog {
   // monitor's table; a migration's line.
   void step(const StepReport& r);
   void validation(const StepReport& r);
+  // What the links of rank 0's groups are, for the lines that say a link slowed (placement.h).
+  void set_links(std::string links) { links_ = std::move(links); }
   void metrics(const StepReport& r);
 
  private:
@@ -44,6 +46,7 @@ class TrainLog {
   Progress progress_;
   std::ofstream metrics_;
   std::string metrics_path_;
+  std::string links_ = "group's links";
 };
 
 }  // namespace flextp

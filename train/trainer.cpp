@@ -137,6 +137,10 @@ StepReport Trainer::step(int64_t step, const std::function<int()>& stop_request)
   r.ms = now_ms() - t0;
   r.tokens_per_s = static_cast<double>(settings_.batch * settings_.seq_len) / (r.ms / 1000.0);
   if (clock_.size() > 1) {
+    r.link.comm_ms = kept.reports[0].wait_ms;
+    for (const RankReport& rank : kept.reports) r.link.comm_ms = std::min(r.link.comm_ms, rank.wait_ms);
+    r.link.event = link_watch_.record(r.link.comm_ms, step_ms_of(balancer_.monitor().table()));
+    r.link.slow = link_watch_.slow(), r.link.usual_ms = link_watch_.usual_ms();
     r.ranks = balancer_.monitor().table();
     if (r.balance.plan.migrate) r.partition_text = balancer_.partition().str();
   }

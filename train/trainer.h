@@ -19,6 +19,7 @@
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "parallel/balance/balancer.h"
+#include "parallel/balance/link_watch.h"
 #include "parallel/balance/step_clock.h"
 #include "parallel/dp/gradient_sync.h"
 #include "parallel/dp/grid.h"
@@ -45,6 +46,13 @@ struct StepReport {
   Grid grid;                       // the process grid, and this rank's place in it
   GradientSyncStats dp_sync;       // the data-parallel gradient sum of this step
   ReplicaView replicas;            // several replicas: each one's windows in this step and speed
+  // With several ranks: the step's communication time (the least wait of the group's ranks), its
+  // usual level, and whether the links slowed or recovered in this step (parallel/balance/link_watch.h).
+  struct Link {
+    double comm_ms = 0, usual_ms = 0;
+    bool slow = false;
+    LinkWatch::Event event = LinkWatch::Event::None;
+  } link;
 };
 
 // This rank's replica in a data x tensor parallel grid (parallel/dp/grid.h). By default one
@@ -112,6 +120,7 @@ class Trainer {
     int stop = 0;  // the largest stop request of the group's ranks
   };
   Tail tail_;  // the clock's counts after the last step's exchange
+  LinkWatch link_watch_;
   Bookkeeping exchange_bookkeeping(const GradSquares& squares, int stop_request);
 
   // Clips the gradients to the global norm `norm` and steps the optimizer; a step whose loss or

@@ -10,9 +10,9 @@
 namespace flextp {
 
 double step_ms_of(const std::vector<RankRow>& table) {
-  double step = 0;
-  for (const RankRow& r : table) step = std::max(step, r.compute_ms + r.wait_ms);
-  return step;
+  double step = 0, transfers = table.empty() ? 0.0 : table[0].wait_ms;
+  for (const RankRow& r : table) step = std::max(step, r.compute_ms + r.wait_ms), transfers = std::min(transfers, r.wait_ms);
+  return step - transfers;
 }
 
 size_t RankReport::wire_size() { return 3 + std::size(kUnitKinds) + 1; }

@@ -37,8 +37,10 @@ struct RankRow : RankReport {
   double last_raw = 0;  // the previous step's work per ms
 };
 
-// The step a table measured: its slowest rank's compute and waits (every rank's are about the
-// same, since all meet at the collectives; the slowest holds the others' last wait).
+// The step a table measured, as far as the partition decides it: its slowest rank's compute and
+// waits (every rank's are about the same, since all meet at the collectives; the slowest holds the
+// others' last wait), less the transfers' own time, the least wait of any rank, which no move or
+// skip changes. So a link that slows during a trial is not taken for a bad move (link_watch.h).
 double step_ms_of(const std::vector<RankRow>& table);
 
 class Monitor {

@@ -33,4 +33,22 @@ std::vector<std::string> groups_across_hosts(const std::vector<std::string>& hos
   return lines;
 }
 
+std::string links_of_rank0(const std::vector<std::string>& hosts, int tp) {
+  int n = static_cast<int>(hosts.size());
+  if (tp <= 0 || tp > n) tp = n;
+  auto hosts_of = [&](int first, int stride, int count) {
+    std::vector<std::string> seen;
+    for (int i = 0; i < count; ++i) {
+      const std::string& h = hosts[first + i * stride];
+      if (std::find(seen.begin(), seen.end(), h) == seen.end()) seen.push_back(h);
+    }
+    std::string out;
+    for (size_t i = 0; i < seen.size(); ++i) out += (i ? ", " : "") + seen[i];
+    return seen.size() > 1 ? "across " + out : "inside " + out;
+  };
+  std::string links = "tensor-parallel group's links (" + hosts_of(0, 1, tp) + ")";
+  if (n / tp > 1) links += " and the data-parallel sum's (" + hosts_of(0, tp, n / tp) + ")";
+  return links;
+}
+
 }  // namespace flextp

@@ -19,4 +19,8 @@ std::vector<int> places_by_host(const std::vector<std::string>& host_of);
 // every group sits on one host.
 std::vector<std::string> groups_across_hosts(const std::vector<std::string>& hosts, int tp);
 
+// The links rank 0's collectives cross, in words: its tensor-parallel group's hosts and, with
+// several replicas, its data-parallel group's ("tensor-parallel group on h0, h1").
+std::string links_of_rank0(const std::vector<std::string>& hosts, int tp);
+
 }  // namespace flextp
