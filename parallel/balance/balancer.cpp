@@ -77,6 +77,9 @@ void Balancer::restore(const std::vector<Parameter*>& params) {
 void Balancer::migrate(const Plan& plan, const std::vector<Parameter*>& params, const std::vector<std::string>& slots,
                        BalanceStep& out) {
   restore(params);  // every unit travels whole and computes again once balanced
+  // From a barrier, so that the time is the migration's, not this rank's wait for a slower one to
+  // finish its step (which the planner does not price and the step's time already holds).
+  comm_.barrier();
   const double start = now_ms();
   out.moved_bytes = repartition(params, partition_, plan.target, slots, &comm_, comm_model_.transfer);
   out.migrate_ms = now_ms() - start;
