@@ -11,6 +11,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libcli11-dev
   fortunes fortunes-min   # the default training corpus (English text)
+  iproute2                # ip and tc: scripts/hosts, the tests across hosts
 )
 if [ "${1:-}" = "clang" ]; then
   packages+=(clang libclang-rt-14-dev libomp-dev)

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# scripts/hosts itself (ctest label hosts): each host has its own hostname, /dev/shm and local
+# directory; exec, rate and kill reach the right host; the command's exit status comes back; what
+# the harness made is gone after a normal end, a failure and a SIGTERM; bad input is refused.
+#   tests/hosts/harness.sh      (exit 77: the hosts cannot be made here)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+failed=0
+fail() {
+  echo "FAILED: $*"
+  failed=1
+}
+
+inside=$(scripts/hosts -n 3 -- bash -c '
+  set -e
+  echo "h0: $(hostname) $FLEXTP_HOST"
+  touch /dev/shm/flextp-harness-test "$FLEXTP_HOST_DIR/mine"
+  for h in h1 h2; do
+    scripts/hosts exec $h -- bash -c "echo $h: \$(hostname) \$FLEXTP_HOST; ls /dev/shm/flextp-harness-test 2>/dev/null || echo no-shm; ls \$FLEXTP_HOST_DIR/mine 2>/dev/null || echo no-local"
+  done
+  (timeout 3 bash -c "</dev/tcp/h2/9" 2>&1 || true) | grep -q refused && echo reached-h2  # h2 answers: no server there
+  scripts/hosts rate h1 10mbit && scripts/hosts rate h1 off && echo rates-set
+  scripts/hosts exec h1 -- sleep 300 &
+  sleep 0.5
+  scripts/hosts kill h1
+  wait $! 2>/dev/null || echo "h1 killed: $?"
+  echo "prefix $(cat $FLEXTP_HOSTS/prefix)"
+' 2>&1)
+status=$?
+[ "$status" = 77 ] && { echo "$inside"; exit 77; }
+echo "$inside"
+[ "$status" = 0 ] || fail "the command exited with $status"
+for h in h0 h1 h2; do
+  grep -q "^$h: $h $h$" <<<"$inside" || fail "$h should have its own hostname and know its name"
+done
+[ "$(grep -c no-shm <<<"$inside")" = 2 ] || fail "h1 and h2 should not see h0's /dev/shm"
+[ "$(grep -c no-local <<<"$inside")" = 2 ] || fail "h1 and h2 should not see h0's local directory"
+grep -q reached-h2 <<<"$inside" || fail "h0 should reach h2 by name over the hosts' network"
+grep -q rates-set <<<"$inside" || fail "rate should set and free a host's link"
+grep -q "h1 killed: 137" <<<"$inside" || fail "kill should end h1's processes with SIGKILL"
+prefix=$(sed -n 's/^prefix //p' <<<"$inside")
+[ -n "$prefix" ] && ip netns list | grep -q "^$prefix-" && fail "namespaces $prefix-* left after the run"
+
+scripts/hosts -n 2 -- sh -c 'exit 3'
+[ $? = 3 ] || fail "the command's exit status should come back"
+
+scripts/hosts -n 2 -- sh -c 'cat $FLEXTP_HOSTS/prefix > /tmp/flextp-harness-prefix; exec sleep 300' &
+harness=$!
+for _ in $(seq 100); do [ -s /tmp/flextp-harness-prefix ] && break; sleep 0.1; done
+prefix=$(cat /tmp/flextp-harness-prefix 2>/dev/null)
+rm -f /tmp/flextp-harness-prefix
+kill -TERM $harness
+wait $harness 2>/dev/null
+[ $? = 143 ] || fail "SIGTERM should end the harness with 143"
+[ -n "$prefix" ] || fail "the harness did not start"
+ip netns list | grep -q "^$prefix-" && fail "namespaces $prefix-* left after SIGTERM"
+
+for bad in "-n 1" "-n 2 --rate fast" "-n 2 --slots 0" "-n x"; do
+  out=$(scripts/hosts $bad -- true 2>&1)
+  [ $? = 2 ] && grep -q "scripts/hosts:" <<<"$out" || fail "scripts/hosts $bad should be refused with a message (got: $out)"
+done
+out=$(scripts/hosts rate h1 1gbit 2>&1)
+[ $? = 2 ] && grep -q "inside a command that scripts/hosts runs" <<<"$out" || fail "rate outside the harness: $out"
+
+[ "$failed" = 0 ] && echo "passed: scripts/hosts"
+exit "$failed"
