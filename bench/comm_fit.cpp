@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "nn/gpt.h"
+#include "nn/mfu.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
 #include "parallel/comm/cost_model.h"
@@ -71,7 +73,8 @@ int main(int argc, char** argv) {
       calibrate(*comm, calibration_sizes(reduce_bytes, transfer_bytes), reduce_bytes, transfer_bytes, reps);
   if (lead) std::printf("fitted on %d ranks:\n%s\n", comm->size(), model.table().c_str());
 
-  const double model_bytes = 4.0 * 842496;  // the default model's gradients (train's header)
+  GPT gpt(c);
+  const double model_bytes = 4.0 * model_parameters(gpt);  // the default model's gradients
   std::vector<Case> cases = {
       {"migration: 1 head", head, false},
       {"migration: 4 heads (one a layer)", 4 * head, false},

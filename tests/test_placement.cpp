@@ -26,3 +26,10 @@ TEST_CASE("tensor-parallel groups that span hosts are named") {
   CHECK(groups_across_hosts({"a", "a", "a", "b", "b", "b"}, 2) == std::vector<std::string>{"ranks 2-3 on a, b"});
   CHECK(groups_across_hosts({"a"}, 1).empty());
 }
+
+TEST_CASE("the links rank 0's collectives cross, in words") {
+  CHECK(links_of_rank0({"a", "b"}, 0) == "tensor-parallel group's links (across a, b)");
+  CHECK(links_of_rank0({"a", "a", "b", "b"}, 2) ==
+        "tensor-parallel group's links (inside a) and the data-parallel sum's (across a, b)");
+  CHECK(links_of_rank0({"a", "a"}, 1) == "tensor-parallel group's links (inside a) and the data-parallel sum's (inside a)");
+}

@@ -121,12 +121,6 @@ void TrainLog::metrics(const StepReport& r) {
       ranks.push_back({{"compute_ms", row.compute_ms}, {"wait_ms", row.wait_ms}, {"units", row.units.named()},
                        {"speed", row.speed}});
     line["ranks"] = ranks;
-    line["comm_ms"] = r.link.comm_ms;  // the least wait of the group's ranks: the transfers' own time
-    line["link_slow"] = r.link.slow;
-    if (r.link.event != LinkWatch::Event::None) {
-      line["link"] = {{"event", r.link.event == LinkWatch::Event::Slowed ? "slowed" : "recovered"},
-                      {"usual_ms", r.link.usual_ms}, {"links", links_}};
-    }
     line["plan"] = r.balance.choice;
     line["predicted_ms"] = r.balance.plan.now_ms;
     line["ideal_ms"] = r.balance.plan.ideal_ms;
@@ -154,6 +148,13 @@ void TrainLog::metrics(const StepReport& r) {
     line["dp_sync_units_exchanged"] = r.dp_sync.units_exchanged;
     line["dp_sync_extra_units"] = r.dp_sync.extra_units;
     line["dp_sync_ms"] = r.dp_sync.sum_ms;  // the sum's time after the backward: what the step waited for
+  }
+  if (!r.ranks.empty() || r.grid.dp > 1) {
+    line["comm_ms"] = r.link.comm_ms;  // the least wait of any rank: the transfers' own time
+    line["link_slow"] = r.link.slow;
+    if (r.link.event != LinkWatch::Event::None)
+      line["link"] = {{"event", r.link.event == LinkWatch::Event::Slowed ? "slowed" : "recovered"},
+                      {"usual_ms", r.link.usual_ms}, {"links", links_}};
   }
   if (r.val_loss) line["val_loss"] = *r.val_loss;
   metrics_ << line.dump() << "\n" << std::flush;

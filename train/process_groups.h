@@ -21,7 +21,7 @@ struct ProcessGroups {
   std::unique_ptr<Communicator> tp, dp;  // several replicas: this rank's tensor- and data-parallel groups
   int64_t share = 0;                     // this replica's windows of a step (at the start: an even split)
   int64_t micro_windows = 0;             // windows per forward/backward
-  std::vector<std::string> hosts;        // the host of each world rank (mpi_place_ranks); empty: one process
+  std::vector<std::string> hosts;        // each rank's host, in placed order (mpi_place_ranks); empty: one process
 
   Communicator& tensor_parallel(Communicator& world) const { return tp ? *tp : world; }
 };

@@ -7,9 +7,6 @@
 #include "core/timer.h"
 
 namespace flextp {
-namespace {
-
-}  // namespace
 
 double slowest_median_ms(Communicator& comm, int reps, const std::function<void()>& f) {
   std::vector<double> t;

@@ -47,8 +47,8 @@ struct CommCostModel {
 std::vector<int64_t> calibration_sizes(double reduce_bytes, double transfer_bytes);
 
 // Times every primitive `reps` times at each size (median) on tensors of `device` (where training
-// keeps its tensors) and fits them; the choices take the cheapest at reduce_bytes and
-// transfer_bytes. Every rank gets the same model (from the slowest rank's times).
+// keeps its tensors) and fits them; the choices keep the native all-reduce and grouped
+// point-to-point unless the other is predicted 10% faster at reduce_bytes and transfer_bytes. Every rank gets the same model (from the slowest rank's times).
 CommCostModel calibrate(Communicator& comm, const std::vector<int64_t>& sizes, double reduce_bytes,
                         double transfer_bytes, int reps = 5, Device device = Device::cpu());
 

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "parallel/comm/placement.h"
@@ -202,7 +203,10 @@ std::vector<std::string> mpi_place_ranks(bool by_host) {
   FLEXTP_MPI(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
                            MPI_COMM_WORLD));
   std::vector<std::string> host_of(world);
-  for (int w = 0; w < world; ++w) host_of[w] = all.data() + static_cast<size_t>(w) * MPI_MAX_PROCESSOR_NAME;
+  for (int w = 0; w < world; ++w) {
+    const char* at = all.data() + static_cast<size_t>(w) * MPI_MAX_PROCESSOR_NAME;
+    host_of[w].assign(at, strnlen(at, MPI_MAX_PROCESSOR_NAME));  // a name may fill the buffer
+  }
   std::vector<int> place = by_host ? places_by_host(host_of) : std::vector<int>{};
   if (!by_host)
     for (int w = 0; w < world; ++w) place.push_back(w);

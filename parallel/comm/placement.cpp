@@ -17,18 +17,30 @@ std::vector<int> places_by_host(const std::vector<std::string>& host_of) {
   return place;
 }
 
+namespace {
+
+// The distinct hosts of `count` places from `first`, `stride` apart, in order: ("h0, h1", 2).
+std::pair<std::string, size_t> hosts_of(const std::vector<std::string>& hosts, int first, int stride, int count) {
+  std::vector<std::string> seen;
+  for (int i = 0; i < count; ++i) {
+    const std::string& h = hosts[first + i * stride];
+    if (std::find(seen.begin(), seen.end(), h) == seen.end()) seen.push_back(h);
+  }
+  std::string names;
+  for (size_t i = 0; i < seen.size(); ++i) names += (i ? ", " : "") + seen[i];
+  return {names, seen.size()};
+}
+
+}  // namespace
+
 std::vector<std::string> groups_across_hosts(const std::vector<std::string>& hosts, int tp) {
   int n = static_cast<int>(hosts.size());
   if (tp <= 0 || tp > n) tp = n;
   std::vector<std::string> lines;
   for (int first = 0; first + tp <= n; first += tp) {
-    std::vector<std::string> seen;
-    for (int p = first; p < first + tp; ++p)
-      if (std::find(seen.begin(), seen.end(), hosts[p]) == seen.end()) seen.push_back(hosts[p]);
-    if (seen.size() < 2) continue;
-    std::string line = "ranks " + std::to_string(first) + "-" + std::to_string(first + tp - 1) + " on ";
-    for (size_t i = 0; i < seen.size(); ++i) line += (i ? ", " : "") + seen[i];
-    lines.push_back(line);
+    auto [names, count] = hosts_of(hosts, first, 1, tp);
+    if (count > 1)
+      lines.push_back("ranks " + std::to_string(first) + "-" + std::to_string(first + tp - 1) + " on " + names);
   }
   return lines;
 }
@@ -36,18 +48,12 @@ std::vector<std::string> groups_across_hosts(const std::vector<std::string>& hos
 std::string links_of_rank0(const std::vector<std::string>& hosts, int tp) {
   int n = static_cast<int>(hosts.size());
   if (tp <= 0 || tp > n) tp = n;
-  auto hosts_of = [&](int first, int stride, int count) {
-    std::vector<std::string> seen;
-    for (int i = 0; i < count; ++i) {
-      const std::string& h = hosts[first + i * stride];
-      if (std::find(seen.begin(), seen.end(), h) == seen.end()) seen.push_back(h);
-    }
-    std::string out;
-    for (size_t i = 0; i < seen.size(); ++i) out += (i ? ", " : "") + seen[i];
-    return seen.size() > 1 ? "across " + out : "inside " + out;
+  auto where = [&](int stride, int count) {
+    auto [names, distinct] = hosts_of(hosts, 0, stride, count);
+    return (distinct > 1 ? "across " : "inside ") + names;
   };
-  std::string links = "tensor-parallel group's links (" + hosts_of(0, 1, tp) + ")";
-  if (n / tp > 1) links += " and the data-parallel sum's (" + hosts_of(0, tp, n / tp) + ")";
+  std::string links = "tensor-parallel group's links (" + where(1, tp) + ")";
+  if (n / tp > 1) links += " and the data-parallel sum's (" + where(tp, n / tp) + ")";
   return links;
 }
 

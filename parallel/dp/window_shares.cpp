@@ -1,5 +1,7 @@
 #include "parallel/dp/window_shares.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <numeric>
 
@@ -91,15 +93,19 @@ ReplicaView WindowShares::view() const {
 }
 
 ReplicaView WindowShares::after_step(Communicator& group, Communicator& replicas, double compute_ms, int64_t computed,
-                                     const std::vector<int64_t>& decided) {
+                                     const std::vector<int64_t>& decided, double least_wait_ms) {
   FLEXTP_CHECK(replicas.size() == grid_.dp && group.size() == grid_.tp, "window shares of a grid of ", grid_.str(),
                " on groups of ", group.size(), " ranks and ", replicas.size(), " replicas");
   // The replica is as slow as its slowest rank; every rank of it then reports the same time, so
   // every data-parallel group (one per tensor-parallel slot) gathers the same vector.
   Tensor slowest = Tensor::from_vector<double>({compute_ms}, {1});
   if (group.size() > 1) group.all_reduce(slowest, ReduceOp::Max);
-  speeds_.record(gather_reports(replicas, {slowest.item(), 0, static_cast<double>(computed), UnitCounts{}}));
+  std::vector<RankReport> reports =
+      gather_reports(replicas, {slowest.item(), least_wait_ms, static_cast<double>(computed), UnitCounts{}});
+  speeds_.record(reports);
   ReplicaView done = view();
+  done.least_wait_ms = least_wait_ms;
+  for (const RankReport& r : reports) done.least_wait_ms = std::min(done.least_wait_ms, r.wait_ms);
   int64_t sum = 0;
   for (size_t d = 0; d < done.windows.size(); ++d) sum += done.windows[d] = static_cast<int64_t>(speeds_.table()[d].work);
   FLEXTP_CHECK(sum == batch_, "the replicas computed ", sum, " windows of a step of ", batch_);

@@ -30,6 +30,7 @@ struct ReplicaView {
   std::vector<double> speed;     // each replica's smoothed windows per ms; 0 while not measured
   int64_t micro = 0;             // shares are whole multiples of this many windows (0: of one)
   bool movable = false;          // false (--dp-shares even): the shares stay the even split
+  double least_wait_ms = 0;      // the least wait of any rank of any replica in the step (link_watch.h)
 
   int replicas() const { return static_cast<int>(windows.size()); }
 };
@@ -72,10 +73,11 @@ class WindowShares {
   // backward passes in the step and the windows it computed. `group`: its tensor-parallel group,
   // `replicas`: its data-parallel group (collectives on both, untimed). Returns the windows each
   // replica computed in the step just done (an error names the problem when they do not add up
-  // to the batch) and their speeds. Then adopts `decided` (the policy's shares; empty: unchanged)
-  // for the next steps.
+  // to the batch) and their speeds, and the least of the replicas' `least_wait_ms` (each its
+  // group's least wait: a slower replica makes the others wait, not itself). Then adopts
+  // `decided` (the policy's shares; empty: unchanged) for the next steps.
   ReplicaView after_step(Communicator& group, Communicator& replicas, double compute_ms, int64_t computed,
-                         const std::vector<int64_t>& decided);
+                         const std::vector<int64_t>& decided, double least_wait_ms = 0);
   // What the policy decides the next shares from: the shares now and the measured speeds.
   ReplicaView view() const;
 

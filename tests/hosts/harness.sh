@@ -11,6 +11,15 @@ fail() {
   failed=1
 }
 
+# Bad input is refused before anything is made (no root needed).
+for bad in "-n 1" "-n 2 --rate fast" "-n 2 --slots 0" "-n x" "-n 00"; do
+  out=$(scripts/hosts $bad -- true 2>&1)
+  [ $? = 2 ] && grep -q "scripts/hosts:" <<<"$out" || fail "scripts/hosts $bad should be refused with a message (got: $out)"
+done
+out=$(scripts/hosts rate h1 1gbit 2>&1)
+[ $? = 2 ] && grep -q "inside a command that scripts/hosts runs" <<<"$out" || fail "rate outside the harness: $out"
+
+
 inside=$(scripts/hosts -n 3 -- bash -c '
   set -e
   echo "h0: $(hostname) $FLEXTP_HOST"
@@ -20,8 +29,8 @@ inside=$(scripts/hosts -n 3 -- bash -c '
   done
   (timeout 3 bash -c "</dev/tcp/h2/9" 2>&1 || true) | grep -q refused && echo reached-h2  # h2 answers: no server there
   scripts/hosts rate h1 10mbit && scripts/hosts rate h1 off && echo rates-set
-  scripts/hosts exec h1 -- sleep 300 &
-  sleep 0.5
+  scripts/hosts exec h1 -- sh -c "touch \$FLEXTP_HOSTS/h1-up; exec sleep 300" &
+  for _ in $(seq 200); do [ -e $FLEXTP_HOSTS/h1-up ] && break; sleep 0.05; done
   scripts/hosts kill h1
   wait $! 2>/dev/null || echo "h1 killed: $?"
   echo "prefix $(cat $FLEXTP_HOSTS/prefix)"
@@ -44,23 +53,17 @@ prefix=$(sed -n 's/^prefix //p' <<<"$inside")
 scripts/hosts -n 2 -- sh -c 'exit 3'
 [ $? = 3 ] || fail "the command's exit status should come back"
 
-scripts/hosts -n 2 -- sh -c 'cat $FLEXTP_HOSTS/prefix > /tmp/flextp-harness-prefix; exec sleep 300' &
+told=$(mktemp /tmp/flextp-harness.XXXXXX)
+PREFIX_FILE=$told scripts/hosts -n 2 -- sh -c 'cat $FLEXTP_HOSTS/prefix > $PREFIX_FILE; exec sleep 300' &
 harness=$!
-for _ in $(seq 100); do [ -s /tmp/flextp-harness-prefix ] && break; sleep 0.1; done
-prefix=$(cat /tmp/flextp-harness-prefix 2>/dev/null)
-rm -f /tmp/flextp-harness-prefix
+for _ in $(seq 100); do [ -s "$told" ] && break; sleep 0.1; done
+prefix=$(cat "$told")
+rm -f "$told"
 kill -TERM $harness
 wait $harness 2>/dev/null
 [ $? = 143 ] || fail "SIGTERM should end the harness with 143"
 [ -n "$prefix" ] || fail "the harness did not start"
 ip netns list | grep -q "^$prefix-" && fail "namespaces $prefix-* left after SIGTERM"
-
-for bad in "-n 1" "-n 2 --rate fast" "-n 2 --slots 0" "-n x"; do
-  out=$(scripts/hosts $bad -- true 2>&1)
-  [ $? = 2 ] && grep -q "scripts/hosts:" <<<"$out" || fail "scripts/hosts $bad should be refused with a message (got: $out)"
-done
-out=$(scripts/hosts rate h1 1gbit 2>&1)
-[ $? = 2 ] && grep -q "inside a command that scripts/hosts runs" <<<"$out" || fail "rate outside the harness: $out"
 
 [ "$failed" = 0 ] && echo "passed: scripts/hosts"
 exit "$failed"

@@ -14,7 +14,7 @@ model=(--n-layer 2 --n-embd 64 --n-head 4 --seq-len 32 --batch 8 --steps 4 --eva
 
 "$build/train" "${model[@]}" --metrics "$work/one.jsonl" >"$work/one.log" 2>&1
 
-# Inside the hosts: four runs on h0 across h0 and h1.
+# Inside the hosts: three runs on h0 across h0 and h1.
 cat >"$work/inside.sh" <<EOF
 set -euo pipefail
 cd "$PWD"
