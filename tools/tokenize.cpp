@@ -9,12 +9,12 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "bench/timer.h"
 #include "core/error.h"
 #include "data/batches.h"
 #include "data/gpt2_tokenizer.h"
 #include "data/token_files.h"
 #include "core/parse_flags.h"
+#include "core/timer.h"
 #include "data/tokenizer.h"
 
 using namespace flextp;
@@ -69,9 +69,9 @@ int main(int argc, char** argv) {
     std::vector<int32_t> all;
     double bytes = 0, seconds = 0;
     auto add = [&](const std::string& text) {
-      double start = bench::now_ms();
+      double start = now_ms();
       std::vector<int32_t> ids = tok->encode(text);
-      seconds += (bench::now_ms() - start) / 1000.0;
+      seconds += (now_ms() - start) / 1000.0;
       bytes += static_cast<double>(text.size());
       if (separator >= 0) all.push_back(separator);
       all.insert(all.end(), ids.begin(), ids.end());

@@ -1,0 +1,46 @@
+// Rules the sources keep, read from the files of the checkout: product code (the library, train
+// and the tools) includes nothing from bench/.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace {
+
+// "file:line: text" of every line of code (comments cut) in the C++ sources under `places`
+// (directories or files of the checkout) that matches `pattern`.
+std::vector<std::string> lines_matching(const std::vector<std::string>& places, const std::regex& pattern) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  for (const std::string& place : places) {
+    fs::path p = fs::path(FLEXTP_SOURCE_DIR) / place;
+    if (fs::is_regular_file(p)) files.push_back(p);
+    else
+      for (const auto& e : fs::recursive_directory_iterator(p))
+        if (e.path().extension() == ".cpp" || e.path().extension() == ".h" || e.path().extension() == ".cu")
+          files.push_back(e.path());
+  }
+  std::vector<std::string> found;
+  for (const fs::path& file : files) {
+    std::ifstream in(file);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++n;
+      if (std::regex_search(line.substr(0, line.find("//")), pattern))
+        found.push_back(fs::relative(file, FLEXTP_SOURCE_DIR).generic_string() + ":" + std::to_string(n) + ": " + line);
+    }
+  }
+  return found;
+}
+
+const std::vector<std::string> kProduct = {"core", "nn", "parallel", "optim", "data", "train", "tools", "train.cpp"};
+
+}  // namespace
+
+TEST_CASE("product code includes nothing from bench/") {
+  for (const std::string& line : lines_matching(kProduct, std::regex(R"(^\s*#\s*include\s*["<]bench/)")))
+    FAIL_CHECK(line, ": the library, train and the tools stand without the benchmarks (core/timer.h has the clock)");
+}
