@@ -9,6 +9,22 @@
 
 namespace flextp {
 
+int32_t sample_token(const std::vector<double>& last, const SampleOptions& o, uint64_t draw) {
+  if (o.temperature == 0) return static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
+  const int64_t v = static_cast<int64_t>(last.size());
+  std::vector<int32_t> order(v);
+  std::iota(order.begin(), order.end(), 0);
+  int64_t k = o.top_k > 0 ? std::min(o.top_k, v) : v;
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) { return last[a] > last[b]; });
+  double m = last[order[0]], z = 0;
+  std::vector<double> p(k);
+  for (int64_t j = 0; j < k; ++j) z += p[j] = std::exp((last[order[j]] - m) / o.temperature);
+  double u = rng::uniform(draw, rng::stream_id("sample"), o.seed) * z;
+  int64_t j = 0;
+  while (j < k - 1 && u >= p[j]) u -= p[j++];
+  return order[j];
+}
+
 std::vector<int32_t> generate(GPT& model, std::vector<int32_t> tokens, const SampleOptions& o) {
   FLEXTP_CHECK(!tokens.empty(), "generate: the prompt must hold at least one token");
   FLEXTP_CHECK(o.temperature >= 0, "sampling temperature must be >= 0, got ", o.temperature);
@@ -28,24 +44,7 @@ std::vector<int32_t> generate(GPT& model, std::vector<int32_t> tokens, const Sam
     Tensor l64 = logits.dtype() == DType::F64 ? logits : logits.to(Device::cpu()).to(DType::F64);
     const double* pl = l64.data<double>() + (t - 1) * v;
     std::copy(pl, pl + v, last.begin());
-    int32_t next;
-    if (o.temperature == 0) {
-      next = static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
-    } else {
-      std::vector<int32_t> order(v);
-      std::iota(order.begin(), order.end(), 0);
-      int64_t k = o.top_k > 0 ? std::min(o.top_k, v) : v;
-      std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                        [&](int32_t a, int32_t b) { return last[a] > last[b]; });
-      double m = last[order[0]], z = 0;
-      std::vector<double> p(k);
-      for (int64_t j = 0; j < k; ++j) z += p[j] = std::exp((last[order[j]] - m) / o.temperature);
-      double u = rng::uniform(static_cast<uint64_t>(i), rng::stream_id("sample"), o.seed) * z;
-      int64_t j = 0;
-      while (j < k - 1 && u >= p[j]) u -= p[j++];
-      next = order[j];
-    }
-    tokens.push_back(next);
+    tokens.push_back(sample_token(last, o, static_cast<uint64_t>(i)));
   }
   return tokens;
 }
