@@ -20,6 +20,7 @@
 #include "bench/simulate_grid.h"
 #include "bench/simulate_oracle.h"
 #include "core/error.h"
+#include "core/parse_flags.h"
 #include "core/random.h"
 #include "nn/unit_costs.h"
 #include "nn/units.h"
@@ -62,8 +63,8 @@ int main(int argc, char** argv) {
   std::string measured = "docs/hetero.json";
   double gbs = 25, latency_us = 10;
   app.add_option("--measured", measured, "bench/hetero's results to check the model against");
-  app.add_option("--bandwidth-gbs", gbs, "link bandwidth for the large-scale table, GB/s")->check(CLI::PositiveNumber);
-  app.add_option("--latency-us", latency_us, "link latency, microseconds")->check(CLI::NonNegativeNumber);
+  app.add_option("--bandwidth-gbs", gbs, "link bandwidth for the large-scale table, GB/s")->check(above_zero());
+  app.add_option("--latency-us", latency_us, "link latency, microseconds")->check(at_least_zero());
   app.footer("--grid: data x tensor parallel grids instead (bench_simulate --grid --help); --oracle: the balancer "
              "against the best static split on 4 ranks (bench_simulate --oracle --help)");
   CLI11_PARSE(app, argc, argv);

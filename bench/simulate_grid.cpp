@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/grid_model.h"
+#include "core/parse_flags.h"
 #include "core/random.h"
 
 namespace flextp {
@@ -43,16 +44,16 @@ int simulate_grid_main(int argc, char** argv) {
   Link tp_link{25, 10}, dp_link{12.5, 20};
   std::vector<int> dps{8, 16, 32, 64};
   app.add_flag("--grid", grid, "this table (data x tensor grids) instead of the one-dimensional one");
-  app.add_option("--tp", tp, "ranks per tensor-parallel group (one node)")->check(CLI::PositiveNumber);
-  app.add_option("--dp", dps, "replica counts, e.g. 8,16,32,64")->delimiter(',')->check(CLI::PositiveNumber);
-  app.add_option("--batch", batch, "windows of 1024 tokens per step over all replicas")->check(CLI::PositiveNumber);
-  app.add_option("--window-ms", window_ms, "compute of one window on one rank of speed 1, ms")->check(CLI::PositiveNumber);
-  app.add_option("--slow", slow, "speed of the slow GPU and of the slow node's GPUs")->check(CLI::Range(1e-3, 1.0));
-  app.add_option("--bandwidth-gbs", tp_link.gbs, "link inside a node (tensor parallel), GB/s")->check(CLI::PositiveNumber);
-  app.add_option("--latency-us", tp_link.latency_us, "its latency, us")->check(CLI::NonNegativeNumber);
+  app.add_option("--tp", tp, "ranks per tensor-parallel group (one node)")->check(above_zero());
+  app.add_option("--dp", dps, "replica counts, e.g. 8,16,32,64")->delimiter(',')->check(above_zero());
+  app.add_option("--batch", batch, "windows of 1024 tokens per step over all replicas")->check(above_zero());
+  app.add_option("--window-ms", window_ms, "compute of one window on one rank of speed 1, ms")->check(above_zero());
+  app.add_option("--slow", slow, "speed of the slow GPU and of the slow node's GPUs")->check(within(1e-3, 1));
+  app.add_option("--bandwidth-gbs", tp_link.gbs, "link inside a node (tensor parallel), GB/s")->check(above_zero());
+  app.add_option("--latency-us", tp_link.latency_us, "its latency, us")->check(at_least_zero());
   app.add_option("--dp-bandwidth-gbs", dp_link.gbs, "link across nodes (data parallel), GB/s per GPU")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--dp-latency-us", dp_link.latency_us, "its latency, us")->check(CLI::NonNegativeNumber);
+      ->check(above_zero());
+  app.add_option("--dp-latency-us", dp_link.latency_us, "its latency, us")->check(at_least_zero());
   CLI11_PARSE(app, argc, argv);
 
   GPTConfig c;

@@ -35,6 +35,7 @@
 #include "bench/thread_ranks.h"
 #include "bench/true_machine.h"
 #include "core/error.h"
+#include "core/parse_flags.h"
 #include "core/random.h"
 #include "core/text_fields.h"
 #include "core/timer.h"
@@ -272,24 +273,24 @@ int simulate_oracle_main(int argc, char** argv) {
   app.add_flag("--oracle", oracle, "this table (4 ranks against the oracle) instead of the model's checks");
   app.add_option("--cases", cases, "comma-separated: slow2, slow3, two2, mixed, late2");
   app.add_option("--policies", policies, "--balance policies, comma-separated")->delimiter(',');
-  app.add_option("--steps", s.steps, "steps measured after the onset")->check(CLI::PositiveNumber);
-  app.add_option("--skip", s.skip, "steps left out of the median at the start")->check(CLI::NonNegativeNumber);
-  app.add_option("--seeds", s.seeds, "runs per cell (seeds of the noise), their median reported")->check(CLI::PositiveNumber);
-  app.add_option("--noise", s.noise, "each rank's compute per step times 1 + noise x N(0, 1)")->check(CLI::Range(0.0, 0.3));
+  app.add_option("--steps", s.steps, "steps measured after the onset")->check(above_zero());
+  app.add_option("--skip", s.skip, "steps left out of the median at the start")->check(at_least_zero());
+  app.add_option("--seeds", s.seeds, "runs per cell (seeds of the noise), their median reported")->check(above_zero());
+  app.add_option("--noise", s.noise, "each rank's compute per step times 1 + noise x N(0, 1)")->check(within(0, 0.3));
   app.add_option("--levels", levels, "the weights each rank takes in the static grid")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
-  app.add_option("--model-ms", model_ms, "the whole model's compute at speed 1, ms per step")->check(CLI::PositiveNumber);
+      ->check(above_zero());
+  app.add_option("--model-ms", model_ms, "the whole model's compute at speed 1, ms per step")->check(above_zero());
   app.add_option("--unit-overhead-ms", overhead_ms, "per unit run per step, whatever the speed")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--collectives-ms", collectives_ms, "per step, every rank")->check(CLI::NonNegativeNumber);
-  app.add_option("--n-layer", s.model.n_layer, "the model")->check(CLI::PositiveNumber);
-  app.add_option("--n-head", s.model.n_head, "the model")->check(CLI::PositiveNumber);
-  app.add_option("--n-embd", s.model.n_embd, "the model")->check(CLI::PositiveNumber);
-  app.add_option("--vocab", s.model.vocab_size, "the model")->check(CLI::PositiveNumber);
-  app.add_option("--mlp-unit", s.model.mlp_unit, "the model")->check(CLI::PositiveNumber);
-  app.add_option("--batch", batch, "windows per step")->check(CLI::PositiveNumber);
-  app.add_option("--seq-len", seq, "tokens per window")->check(CLI::PositiveNumber);
+      ->check(at_least_zero());
+  app.add_option("--collectives-ms", collectives_ms, "per step, every rank")->check(at_least_zero());
+  app.add_option("--n-layer", s.model.n_layer, "the model")->check(above_zero());
+  app.add_option("--n-head", s.model.n_head, "the model")->check(above_zero());
+  app.add_option("--n-embd", s.model.n_embd, "the model")->check(above_zero());
+  app.add_option("--vocab", s.model.vocab_size, "the model")->check(above_zero());
+  app.add_option("--mlp-unit", s.model.mlp_unit, "the model")->check(above_zero());
+  app.add_option("--batch", batch, "windows per step")->check(above_zero());
+  app.add_option("--seq-len", seq, "tokens per window")->check(above_zero());
   CLI11_PARSE(app, argc, argv);
   try {
     std::vector<Case> chosen;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "bench/timer.h"
+#include "core/parse_flags.h"
 #include "core/random.h"
 #include "nn/gpt.h"
 #include "optim/optimizer.h"
@@ -81,7 +82,7 @@ int main(int argc, char** argv) {
   int steps = 10;
   bool is_worker = false;
   app.add_option("--ranks", ranks, "rank counts to run");
-  app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber);
+  app.add_option("--steps", steps, "timed steps")->check(above_zero());
   app.add_flag("--worker", is_worker, "internal: run under mpirun");
   CLI11_PARSE(app, argc, argv);
   if (is_worker) return worker(steps);

@@ -24,6 +24,7 @@
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/denormals.h"
 #include "core/fma_peak.h"
+#include "core/parse_flags.h"
 #include "core/peak_flops.h"
 #include "core/device_choice.h"
 #include "core/parallel_for.h"
@@ -166,10 +167,10 @@ int main(int argc, char** argv) {
   app.add_option("--attention", attention,
                  "GPU attention: own (f32 kernels), cudnn (fused, bf16 inputs) or auto (cudnn with --bf16)")
       ->check(CLI::IsMember({"auto", "own", "cudnn"}));
-  app.add_option("--batch", batch, "override the configs' batch size")->check(CLI::PositiveNumber);
+  app.add_option("--batch", batch, "override the configs' batch size")->check(above_zero());
   app.add_option("--configs", configs, "comma-separated config names");
-  app.add_option("--steps", steps, "timed steps (median)")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
+  app.add_option("--steps", steps, "timed steps (median)")->check(above_zero());
+  app.add_option("--warmup", warmup, "untimed steps first")->check(at_least_zero());
   app.add_flag("--no-torch", no_torch, "skip the PyTorch comparison");
   app.add_option("--one", one, "internal: run one config in this process");
   CLI11_PARSE(app, argc, argv);

@@ -18,6 +18,30 @@
 
 namespace flextp {
 
+// Bounds of number flags, for every program: a refusal states the bound as written ("--temperature:
+// '-1' must be >= 0", "--dropout: '2' must be in [0, 0.99]"), where CLI11's ranges print both
+// ends with std::to_string ("not in range 0.000000 to 179769313486231570814527..."). --help shows
+// NONNEGATIVE, POSITIVE or the interval.
+inline CLI::Validator bounded(double low, double high, bool open_low, const std::string& name) {
+  auto text = [](double v) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%.15g", v);
+    return std::string(s);
+  };
+  const std::string rule = high < HUGE_VAL ? "in [" + text(low) + ", " + text(high) + "]"
+                                           : (open_low ? "> " : ">= ") + text(low);
+  return CLI::Validator(
+      [=](std::string& value) {
+        std::optional<double> v = whole_double(value);
+        bool holds = v && (open_low ? *v > low : *v >= low) && *v <= high;
+        return holds ? std::string() : "'" + value + "' must be " + rule;
+      },
+      name.empty() ? rule : name);
+}
+inline CLI::Validator at_least_zero() { return bounded(0, HUGE_VAL, false, "NONNEGATIVE"); }
+inline CLI::Validator above_zero() { return bounded(0, HUGE_VAL, true, "POSITIVE"); }
+inline CLI::Validator within(double low, double high) { return bounded(low, high, false, ""); }
+
 // Every number flag of `app` takes only what it can hold, checked here in one place for all:
 // a floating flag refuses NaN and infinity (and numbers past a double's range), an integer flag
 // numbers past 64 bits; either refuses a word ("--lr abc": "'abc' is not a finite number"). CLI11's range and sign checks let NaN through (every comparison with it

@@ -1,5 +1,6 @@
 // Rules the sources keep, read from the files of the checkout: product code (the library, train
-// and the tools) includes nothing from bench/.
+// and the tools) includes nothing from bench/; no program bounds a number flag with CLI11's own
+// range checks, whose refusals print the bounds with std::to_string ("0.000000 to 1797...").
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -43,4 +44,10 @@ const std::vector<std::string> kProduct = {"core", "nn", "parallel", "optim", "d
 TEST_CASE("product code includes nothing from bench/") {
   for (const std::string& line : lines_matching(kProduct, std::regex(R"(^\s*#\s*include\s*["<]bench/)")))
     FAIL_CHECK(line, ": the library, train and the tools stand without the benchmarks (core/timer.h has the clock)");
+}
+
+TEST_CASE("no program bounds a number flag with CLI11's ranges") {
+  const std::regex cli11_range(R"(CLI::(Range|Bound|NonNegativeNumber|PositiveNumber)\b)");
+  for (const std::string& line : lines_matching({"core", "train", "train.cpp", "tools", "bench"}, cli11_range))
+    FAIL_CHECK(line, ": bound it with core/parse_flags.h's at_least_zero, above_zero or within, which say the bound");
 }

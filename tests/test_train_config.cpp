@@ -1,12 +1,16 @@
 // train's command line as a user meets it: a --config file that sets any flag (the command line
-// overriding it), --version, a suggestion for a misspelt flag, number flags that say what is wrong,
-// and errors without source locations unless --debug.
+// overriding it), --version, a suggestion for a misspelt flag, number flags that say what is wrong
+// (and their bounds as written, in flextp-sample and flextp-tokenize too), and errors without
+// source locations unless --debug.
 #include <doctest/doctest.h>
 
+#include <regex>
 #include <string>
 
+#include "core/parse_flags.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
+#include "train/flags.h"
 
 using namespace flextp;
 using test::kTiny;
@@ -85,6 +89,47 @@ TEST_CASE("a number flag given a word says it is not a number") {
   CHECK(r.output.size() < 200);  // no range of 309 digits
   refused(run_train("--steps abc"), "--steps: 'abc' is not a whole number");
   refused(run_train("--steps 1.5"), "--steps: '1.5' is not a whole number");
+}
+
+TEST_CASE("a number flag out of its bounds states the bound as written, in every program") {
+  // Every number flag of train, given values below and above any bound: a refusal that is not the
+  // number check's says "must be >= X", "> X" or "in [X, Y]", never CLI11's "0.000000 to 1797...".
+  const std::regex bound(R"(^--[a-z-]+: '[^']*' must be (>= -?[0-9.e+-]+|> -?[0-9.e+-]+|in \[[0-9.e+-]+, [0-9.e+-]+\])$)");
+  int bounded = 0;
+  CLI::App flags;
+  TrainOptions defaults;
+  add_train_flags(flags, defaults);
+  for (const CLI::Option* option : flags.get_options()) {
+    const std::string type = option->get_type_name();
+    if (type.rfind("INT", 0) != 0 && type.rfind("FLOAT", 0) != 0 && type.rfind("UINT", 0) != 0) continue;
+    for (const char* value : {"-1", "0", "2", "1e300"}) {
+      CLI::App app;
+      TrainOptions o;
+      add_train_flags(app, o);
+      require_representable_numbers(app);
+      std::string said;
+      try {
+        app.parse(std::vector<std::string>{value, option->get_name()});
+      } catch (const CLI::ParseError& e) {
+        said = e.what();
+      }
+      CAPTURE(said);
+      if (said.empty() || said.find("is not a") != std::string::npos || said.find("64 bits") != std::string::npos)
+        continue;
+      bounded += said.find(" must be ") != std::string::npos;
+      CHECK(std::regex_match(said, bound));
+    }
+  }
+  CHECK(bounded > 30);
+  refused(run_train("--temperature -1"), "train: error: --temperature: '-1' must be >= 0\n");
+  refused(run_train("--lr 0"), "train: error: --lr: '0' must be > 0\n");
+  refused(run_train("--dropout 1"), "train: error: --dropout: '1' must be in [0, 0.99]\n");
+  Run sample = test::run_command(std::string(FLEXTP_SAMPLE_BINARY) + " --load m.safetensors --temperature -1");
+  CHECK(sample.status == 1);
+  CHECK(sample.output.rfind("flextp-sample: error: --temperature: '-1' must be >= 0\n", 0) == 0);
+  Run tokenize = test::run_command(std::string(FLEXTP_TOKENIZE_BINARY) + " --out o --shard-tokens 0");
+  CHECK(tokenize.status == 1);
+  CHECK(tokenize.output.rfind("flextp-tokenize: error: --shard-tokens: '0' must be in [1, 1073741824]\n", 0) == 0);
 }
 
 TEST_CASE("errors name the problem without the source line, unless --debug") {

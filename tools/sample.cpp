@@ -24,12 +24,12 @@ int main(int argc, char** argv) {
   SampleOptions s{200, 0.8, 40, 1337};
   app.add_option("--load", load, "weights: a checkpoint file, or a Hugging Face GPT-2 directory")->required();
   app.add_option("--prompt", prompt, "text the sample continues (default: a newline)");
-  app.add_option("--tokens", s.tokens, "tokens to generate")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--tokens", s.tokens, "tokens to generate")->check(at_least_zero())->capture_default_str();
   app.add_option("--temperature", s.temperature, "sampling temperature (0: greedy)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least_zero())
       ->capture_default_str();
   app.add_option("--top-k", s.top_k, "sample among the k likeliest (0: all)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least_zero())
       ->capture_default_str();
   app.add_option("--seed", s.seed, "seed of the sampling")->capture_default_str();
   app.add_option("--tokenizer", tokenizer,

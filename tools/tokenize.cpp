@@ -49,8 +49,8 @@ int main(int argc, char** argv) {
   app.add_option("--input", inputs, "text files, in order (default: the default corpus, Debian's fortunes)");
   app.add_option("--out", out, "directory for the shards")->required();
   app.add_option("--val-fraction", val_fraction, "share of the tokens (the end) written as val shards")
-      ->check(CLI::Range(0.0, 0.9));
-  app.add_option("--shard-tokens", shard_tokens, "tokens per shard file")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+      ->check(within(0, 0.9));
+  app.add_option("--shard-tokens", shard_tokens, "tokens per shard file")->check(within(1, 1 << 30));
   bool force = false;
   app.add_flag("--force", force, "replace the shards --out already holds (they are removed first)");
   if (std::optional<int> status = parse_flags(app, argc, argv, "flextp-tokenize")) return *status;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/parse_flags.h"
 #include "core/text_fields.h"
 #include "nn/mlp.h"
 #include "parallel/balance/policy.h"
@@ -15,7 +16,7 @@ namespace flextp {
 
 namespace {
 
-const auto positive = CLI::PositiveNumber, non_negative = CLI::NonNegativeNumber;
+const CLI::Validator positive = above_zero(), non_negative = at_least_zero();
 
 std::string joined(const std::vector<std::string>& names, const std::string& separator) {
   std::string out;
@@ -47,13 +48,13 @@ void add_model_flags(CLI::App& app, GPTConfig& m) {
       ->check(CLI::IsMember(mlp_kind_names()));
   app.add_option("--mlp-unit", m.mlp_unit, "MLP neurons per tensor-parallel unit")->check(positive);
   app.add_option("--vocab-unit", m.vocab_unit, "vocabulary rows per tensor-parallel unit")->check(positive);
-  app.add_option("--dropout", m.dropout, "dropout probability")->check(CLI::Range(0.0, 0.99));
+  app.add_option("--dropout", m.dropout, "dropout probability")->check(within(0, 0.99));
 }
 
 void add_data_flags(CLI::App& app, DataOptions& d) {
   app.add_option("--data", d.data, "training text file or llm.c shard (glob)")->default_str("fortunes");
   app.add_option("--val-data", d.val_data, "validation data")->default_str("the last --val-fraction");
-  app.add_option("--val-fraction", d.val_fraction, "share of --data held out")->check(CLI::Range(0.0, 0.9));
+  app.add_option("--val-fraction", d.val_fraction, "share of --data held out")->check(within(0, 0.9));
   app.add_option("--tokenizer", d.tokenizer, "byte (256 ids, no files) or gpt2 (GPT-2's BPE, 50257 ids)")
       ->check(CLI::IsMember({"byte", "gpt2"}));
   app.add_option("--tokenizer-dir", d.tokenizer_dir, "--tokenizer gpt2: directory holding encoder.json and vocab.bpe")
@@ -64,7 +65,7 @@ void add_data_flags(CLI::App& app, DataOptions& d) {
 
 void add_optimization_flags(CLI::App& app, OptimizationOptions& t, uint64_t& seed) {
   app.add_option("--steps", t.steps, "total optimizer steps")->check(non_negative);
-  app.add_option("--lr", t.schedule.max_lr, "peak learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--lr", t.schedule.max_lr, "peak learning rate")->check(above_zero());
   app.add_option("--min-lr", t.schedule.min_lr, "final learning rate of the cosine")->check(non_negative);
   app.add_option("--warmup", t.schedule.warmup, "linear warm-up steps")->check(non_negative);
   app.add_flag("--reset-schedule", t.reset_schedule,
@@ -73,7 +74,7 @@ void add_optimization_flags(CLI::App& app, OptimizationOptions& t, uint64_t& see
   app.add_option("--optimizer", t.optimizer, "adamw or sgd")->check(CLI::IsMember({"adamw", "sgd"}));
   app.add_option("--weight-decay", t.weight_decay, "decoupled weight decay")->check(non_negative);
   app.add_option("--no-decay", t.no_decay, "parameters without weight decay: name parts, comma-separated");
-  app.add_option("--momentum", t.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--momentum", t.momentum, "SGD momentum")->check(within(0, 1.0));
   app.add_option("--grad-clip", t.grad_clip, "global gradient-norm limit (0: off)")->check(non_negative);
   app.add_option("--max-bad-steps", t.max_bad_steps, "stop after N steps in a row with a non-finite loss or gradient")
       ->check(positive);
@@ -106,7 +107,7 @@ void add_parallel_flags(CLI::App& app, ParallelOptions& p) {
       ->check(positive)
       ->default_str("a replica's share");
   app.add_option("--dp-bucket-mb", p.dp_bucket_mb, "data-parallel gradient all-reduces in buckets of about this many MB")
-      ->check(CLI::PositiveNumber);
+      ->check(above_zero());
   app.add_option("--dp-shares", p.dp_shares,
                  "windows of a step per replica: speed (in proportion to each replica's speed) or even")
       ->check(CLI::IsMember({"speed", "even"}));
@@ -116,7 +117,7 @@ void add_parallel_flags(CLI::App& app, ParallelOptions& p) {
   app.add_option("--comm", p.comm, "auto, allreduce, rs-ag, p2p or alltoallv")
       ->check(CLI::IsMember({"auto", "allreduce", "rs-ag", "p2p", "alltoallv"}));
   app.add_option("--rank-timeout", p.rank_timeout, "seconds without progress after which a rank assumes a peer died")
-      ->check(CLI::PositiveNumber);
+      ->check(above_zero());
 }
 
 void add_balancing_flags(CLI::App& app, BalanceOptions& o) {
@@ -135,7 +136,7 @@ void add_balancing_flags(CLI::App& app, BalanceOptions& o) {
                  "prices a skipped step double")
       ->check(positive);
   app.add_option("--min-gain", o.planner.min_gain, "least predicted speed-up that triggers a migration")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(within(0, 1.0));
   app.add_option("--monitor-window", o.window, "EMA span of the speed monitor, steps")->check(positive);
   app.add_flag("!--open-loop", o.trials.enabled,
                "act on the model alone: do not judge moves and resizes by the steps after them, nor undo them")
