@@ -11,8 +11,9 @@ struct Error : std::runtime_error {
 };
 
 // Whether FLEXTP_CHECK's messages end with the source line that threw them, " (at file:line)":
-// on in the library and its tests; train turns it off unless --debug, so that a user reads the
-// problem alone. Set once, before any thread starts.
+// on in the library and its tests; flextp's programs turn it off as they read their flags
+// (core/parse_flags.h), so that a user reads the problem alone, and train's --debug turns it back
+// on. Set once, before any thread starts.
 inline bool error_locations = true;
 
 namespace detail {

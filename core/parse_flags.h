@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/text_fields.h"
 
 namespace flextp {
@@ -139,8 +140,10 @@ inline std::string flag_error_message(const CLI::App& app, const CLI::ParseError
 }
 
 // Parses the flags; an exit status when the program must end here, nothing when it goes on.
-// Number flags are checked as require_representable_numbers says.
+// Number flags are checked as require_representable_numbers says. The program's errors are for
+// its user from here on: they carry no source line (error_locations; train's --debug wants them).
 inline std::optional<int> parse_flags(CLI::App& app, int argc, char** argv, const char* program) {
+  error_locations = false;
   require_representable_numbers(app);
   try {
     app.parse(argc, argv);

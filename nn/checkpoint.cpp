@@ -366,8 +366,20 @@ void check_config_against_tensors(const SafetensorsFile& f, const std::string& p
                c.n_head, " does not divide n_embd ", c.n_embd);
 }
 
-// The config the metadata states, unchecked against the tensors.
+// The config the metadata states, unchecked against the tensors. An optimizer state (PATH.state,
+// which repeats the config beside its slots) is refused as what it is.
 GPTConfig config_from_metadata(const SafetensorsFile& f, const std::string& path) {
+  auto optimizer = f.metadata.find("optimizer");
+  if (optimizer != f.metadata.end()) {
+    std::string weights = path;
+    for (const std::string tail : {".state.next", ".state"})
+      if (weights.size() > tail.size() && weights.compare(weights.size() - tail.size(), tail.size(), tail) == 0) {
+        weights.resize(weights.size() - tail.size());
+        break;
+      }
+    FLEXTP_FAIL(path, " is an optimizer-state file (", optimizer->second, "), not weights: give the weights file it was ",
+                "saved beside, ", weights == path ? "its name without .state" : weights);
+  }
   GPTConfig c;
   c.n_layer = meta_int(f, path, "n_layer");
   c.n_head = meta_int(f, path, "n_head");

@@ -169,6 +169,29 @@ TEST_CASE("a checkpoint whose metadata its tensors do not back is refused before
   CHECK(read_checkpoint_config(ck.path).n_layer == 1);
 }
 
+TEST_CASE("an optimizer-state file given for weights is named as such by every program, with the file to give") {
+  Checkpoint ck;
+  const std::string state = ck.path + ".state";
+  // Was: "tensor 'ln_f.weight' is missing (at .../nn/checkpoint.cpp:345)".
+  const std::string says = state + " is an optimizer-state file (adamw), not weights: give the weights file it was "
+                                   "saved beside, " + ck.path + "\n";
+  auto refused = [&](const Run& r, const char* program) {
+    fails_with(r, says, program);
+    CHECK(r.output.find("(at ") == std::string::npos);  // no source line in a user's error
+  };
+  const std::string data = " --data " + ck.data + " --seq-len 16";
+  refused(run_train("--load " + state + data + " --steps 3"), "train");
+  refused(run_train("--eval-only --load " + state + data), "train");
+  refused(test::run_command(std::string(FLEXTP_SAMPLE_BINARY) + " --load " + state), "flextp-sample");
+  refused(test::run_command(std::string(FLEXTP_LOGITS_BINARY) + " --load " + state + " --ids 1,2 --out /dev/null"),
+          "flextp-logits");
+  // Its interrupted-save twin, and the library's own error (which keeps its source line).
+  const std::string next = ck.dir.file("n.st.state.next");
+  std::filesystem::copy_file(state, next);
+  const std::string library = "not weights: give the weights file it was saved beside, " + ck.dir.file("n.st") + " (at ";
+  CHECK_THROWS_WITH_AS(read_checkpoint_config(next), doctest::Contains(library.c_str()), Error);
+}
+
 TEST_CASE("a checkpoint with a NaN or an infinity is refused on load, naming the tensor") {
   Checkpoint ck;
   SafetensorsFile f = read_safetensors(ck.path);

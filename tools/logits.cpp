@@ -11,6 +11,7 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/parse_flags.h"
 #include "core/safetensors.h"
 #include "nn/checkpoint.h"
 #include "nn/gpt.h"
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
   app.add_option("--load", load, "checkpoint (weights), or a Hugging Face GPT-2 directory")->required();
   app.add_option("--ids", ids_text, "rows of equal length: ids separated by ',' and rows by ';'")->required();
   app.add_option("--out", out, "safetensors file to write")->required();
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> status = parse_flags(app, argc, argv, "flextp-logits")) return *status;
   try {
     std::vector<std::vector<int32_t>> rows;
     std::stringstream all(ids_text);
