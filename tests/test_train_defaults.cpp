@@ -1,7 +1,7 @@
 // What train does when a user leaves things out: a run that trains keeps its checkpoint in a
-// directory of its own (runs/NAME/) and says so, a run that trains nothing keeps nothing, and a
-// resume with another --steps keeps the learning-rate schedule it was trained with unless
-// --reset-schedule is given, and says which it did.
+// directory of its own (runs/NAME/, NAME a name and never a path) and says so, a run that trains
+// nothing keeps nothing, and a resume with another --steps keeps the learning-rate schedule it
+// was trained with unless --reset-schedule is given, and says which it did.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -73,6 +73,25 @@ TEST_CASE("a run without --save keeps its checkpoint in runs/NAME/ and says so; 
   Run both = train_in(dir, "--steps 1 --no-save --save " + dir.file("m.st"));
   CHECK(both.status == 1);
   CHECK(has(both, "--no-save and --save"));
+}
+
+TEST_CASE("--name is a name, not a path: a run name refused writes nothing, outside runs/ or in it") {
+  test::TempDir dir("runname");
+  test::corpus(dir);
+  for (const std::string& name : {std::string("../outside"), dir.file("abs"), std::string("a/b"), std::string(".."),
+                                  std::string(".hidden"), std::string(), std::string("two words"), std::string(256, 'x')}) {
+    Run r = train_in(dir, "--steps 1 --name '" + name + "'");
+    INFO(name, "\n", r.output);
+    CHECK(r.status == 1);
+    CHECK(has(r, "train: error: --name: '" + name + "' is not a run name (letters, digits, '.', '-' and '_', not "
+                 "starting with '.', at most 255): the run goes into runs/NAME/; --save PATH saves elsewhere\n"));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir.file("outside")));
+  CHECK_FALSE(std::filesystem::exists(dir.file("abs")));
+  CHECK(run_dirs(dir).empty());
+  Run named = train_in(dir, "--steps 1 --name Run-2.b_c");
+  CHECK_MESSAGE(named.status == 0, named.output);
+  CHECK(std::filesystem::exists(dir.path / "runs/Run-2.b_c/model.safetensors"));
 }
 
 TEST_CASE("a resume with more --steps keeps the learning-rate schedule it was trained with, unless --reset-schedule") {

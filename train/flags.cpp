@@ -146,7 +146,18 @@ void add_balancing_flags(CLI::App& app, BalanceOptions& o) {
 void add_checkpoint_flags(CLI::App& app, CheckpointOptions& c) {
   app.add_option("--save", c.save, "checkpoint path (weights; optimizer state in PATH.state)")
       ->default_str("runs/NAME/model.safetensors");
-  app.add_option("--name", c.name, "name of the run directory runs/NAME/ that a run without --save saves into")
+  app.add_option("--name", c.name,
+                 "name of the run directory runs/NAME/ that a run without --save saves into: letters, digits, '.', "
+                 "'-' and '_', not starting with '.'")
+      ->check(CLI::Validator(
+          [](std::string& s) {
+            const bool name = !s.empty() && s.size() <= 255 && s[0] != '.' &&
+                              s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+                                  std::string::npos;
+            return name ? "" : "'" + s + "' is not a run name (letters, digits, '.', '-' and '_', not starting with "
+                                         "'.', at most 255): the run goes into runs/NAME/; --save PATH saves elsewhere";
+          },
+          ""))
       ->default_str("the start time, YYYYMMDD-HHMMSS");
   app.add_flag("--no-save", c.no_save, "keep no checkpoint (a run without --save saves into runs/NAME/)")
       ->default_str("off");
