@@ -56,4 +56,21 @@ int remove_stale_temporaries(const std::string& path) {
   return removed;
 }
 
+std::string existing_ancestor(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path p = dir.empty() ? "." : dir;
+  while (!p.empty() && !std::filesystem::exists(p, ec)) p = p.parent_path();
+  return p.empty() ? "." : p.string();
+}
+
+void make_directories(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (dir.empty() || fs::is_directory(dir, ec)) return;
+  const std::string above = existing_ancestor(dir);
+  FLEXTP_CHECK(fs::is_directory(above, ec), "cannot create directory ", dir, ": ", above, " is not a directory");
+  fs::create_directories(dir, ec);
+  FLEXTP_CHECK(!ec, "cannot create directory ", dir, ": ", ec.message());
+}
+
 }  // namespace flextp

@@ -287,12 +287,7 @@ void check_gpt2_exportable(const GPTConfig& c) {
 void export_hf(const std::string& dir, GPT& model, Communicator* comm, const std::string& gpt2_dir) {
   check_gpt2_exportable(model.config());
   bool writer = comm == nullptr || comm->rank() == 0;
-  if (writer) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    FLEXTP_CHECK(!ec && std::filesystem::is_directory(dir), "cannot create directory ", dir, ": ",
-                 ec.message());
-  }
+  if (writer) make_directories(dir);
   save_checkpoint(dir + "/model.safetensors", model, nullptr, TrainState{}, comm);
   if (!writer) return;
   const GPTConfig& c = model.config();

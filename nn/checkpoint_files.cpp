@@ -118,6 +118,16 @@ void probe_write(const std::string& path, const std::string& flag, const std::st
   std::filesystem::remove(probe);
 }
 
+// The directory that holds `dir`'s files: `dir`, or where it exists not yet, the nearest directory
+// above it, in which the first write makes it. Refused, naming `flag` and `what`, where a file is
+// in the way.
+std::string holding_directory(const std::string& dir, const std::string& flag, const std::string& what) {
+  std::error_code ec;
+  const std::string holder = existing_ancestor(dir);
+  FLEXTP_CHECK(std::filesystem::is_directory(holder, ec), flag, " ", what, ": ", holder, " is not a directory");
+  return holder;
+}
+
 }  // namespace
 
 void check_checkpoint_path(const std::string& path, const std::string& flag) {
@@ -125,31 +135,23 @@ void check_checkpoint_path(const std::string& path, const std::string& flag) {
   std::error_code ec;
   FLEXTP_CHECK(!fs::is_directory(path, ec), flag, " ", path, " is a directory: give the checkpoint's file name, e.g. ",
                (fs::path(path) / "model.safetensors").string());
-  fs::path dir = fs::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  FLEXTP_CHECK(fs::is_directory(dir, ec), flag, " ", path, ": directory ", dir.string(),
-               fs::exists(dir, ec) ? " is not a directory" : " does not exist (create it first)");
   for (const std::string& beside : {path + ".state", path + ".state.next"})
     FLEXTP_CHECK(!fs::is_directory(beside, ec), flag, " ", path, ": ", beside,
                  " (where its optimizer state goes) is a directory");
-  probe_write(path, flag, path);
+  const std::string dir = fs::path(path).parent_path().empty() ? "." : fs::path(path).parent_path().string();
+  const std::string holder = holding_directory(dir, flag, path);
+  if (holder == dir) probe_write(path, flag, path);
+  else probe_write((fs::path(holder) / "flextp-save").string(), flag, path + " (its directory to be created in " + holder + ")");
 }
 
 void check_export_dir(const std::string& dir, const std::string& flag) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::exists(dir, ec)) {
-    FLEXTP_CHECK(fs::is_directory(dir, ec), flag, " ", dir, " is a file, not a directory (it writes ", dir,
-                 "/config.json and ", dir, "/model.safetensors)");
-    probe_write((fs::path(dir) / "model.safetensors").string(), flag, dir);
-    return;
-  }
-  // Created at the end: the nearest directory above that exists must take it.
-  fs::path above = fs::path(dir).parent_path();
-  while (!above.empty() && !fs::exists(above, ec)) above = above.parent_path();
-  if (above.empty()) above = ".";
-  FLEXTP_CHECK(fs::is_directory(above, ec), flag, " ", dir, ": ", above.string(), " is not a directory");
-  probe_write((above / "flextp-export").string(), flag, dir + " (to be created in " + above.string() + ")");
+  FLEXTP_CHECK(!fs::exists(dir, ec) || fs::is_directory(dir, ec), flag, " ", dir, " is a file, not a directory (it writes ",
+               dir, "/config.json and ", dir, "/model.safetensors)");
+  const std::string holder = holding_directory(dir, flag, dir);
+  if (holder == dir) probe_write((fs::path(dir) / "model.safetensors").string(), flag, dir);
+  else probe_write((fs::path(holder) / "flextp-export").string(), flag, dir + " (to be created in " + holder + ")");
 }
 
 }  // namespace flextp

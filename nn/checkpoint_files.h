@@ -25,7 +25,8 @@ void remove_old_checkpoints(const std::string& path, int64_t keep, const std::st
 int remove_stale_checkpoint_temporaries(const std::string& path);
 
 // Before training, so that a run is never lost at its end: refuses (naming `flag`) a checkpoint
-// path that is a directory or whose directory is missing or cannot be written to.
+// path that is a directory, or whose directory cannot be written to or, where it is missing, be
+// made (the save makes it: core/temp_files.h make_directories).
 void check_checkpoint_path(const std::string& path, const std::string& flag);
 // The same for an export directory: one that exists and can be written to, or can be created.
 void check_export_dir(const std::string& dir, const std::string& flag);

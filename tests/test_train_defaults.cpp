@@ -94,6 +94,16 @@ TEST_CASE("--name is a name, not a path: a run name refused writes nothing, outs
   CHECK(std::filesystem::exists(dir.path / "runs/Run-2.b_c/model.safetensors"));
 }
 
+TEST_CASE("the README's quick start needs no directory made first: runs/ is made for --metrics and the checkpoint") {
+  test::TempDir dir("quickstart");
+  test::corpus(dir);
+  REQUIRE_FALSE(std::filesystem::exists(dir.path / "runs"));
+  Run r = train_in(dir, "--steps 2 --name quick --metrics runs/quick.jsonl");
+  CHECK_MESSAGE(r.status == 0, r.output);
+  CHECK(test::read_metrics(dir.file("runs/quick.jsonl")).size() == 2);
+  CHECK(std::filesystem::exists(dir.path / "runs/quick/model.safetensors"));
+}
+
 TEST_CASE("a resume with more --steps keeps the learning-rate schedule it was trained with, unless --reset-schedule") {
   test::TempDir dir("keepschedule");
   test::corpus(dir);

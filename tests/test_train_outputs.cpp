@@ -1,5 +1,6 @@
 // What train writes, checked before it is needed and never lost: flags that could not take effect
-// are refused, the save and export paths are checked before step 1, a metrics file that cannot be
+// are refused, outputs make their missing directories (never under a regular file), the save and
+// export paths are checked before step 1, a metrics file that cannot be
 // written stops the run, --keep-last removes only its own run's checkpoints, and a resume refuses
 // weights, optimizer state and ranks' checkpoints that do not belong together.
 #include <doctest/doctest.h>
@@ -54,16 +55,27 @@ TEST_CASE("flags that could not take effect are refused before training") {
   CHECK(exists(dir.file("hf0") + "/model.safetensors"));
 }
 
-TEST_CASE("the save and export paths are checked before the first step") {
+TEST_CASE("outputs make their missing directories; the save and export paths are checked before the first step") {
   test::TempDir dir("outpaths");
   const std::string base = std::string(kTiny) + " --data " + test::corpus(dir) + " --steps 2";
-  refused(base + " --save " + dir.file("missing/m.st"), "--save " + dir.file("missing/m.st") + ": directory " +
-                                                            dir.file("missing") + " does not exist (create it first)");
+  // Directories that do not exist are made, as deep as the path goes (was: "create it first").
+  Run made = run_train(base + " --save " + dir.file("new/deep/m.st") + " --metrics " + dir.file("logs/a/m.jsonl") +
+                       " --export-hf " + dir.file("new/hf/x"));
+  CHECK_MESSAGE(made.status == 0, made.output);
+  CHECK(exists(dir.file("new/deep/m.st.state")));
+  CHECK(test::read_metrics(dir.file("logs/a/m.jsonl")).size() == 2);
+  CHECK(exists(dir.file("new/hf/x/config.json")));
   std::filesystem::create_directory(dir.file("d"));
   refused(base + " --save " + dir.file("d"), "--save " + dir.file("d") + " is a directory");
+  // Never under a regular file.
   dir.write("file", "x");
-  refused(base + " --save " + dir.file("file/m.st"),
-          "--save " + dir.file("file/m.st") + ": directory " + dir.file("file") + " is not a directory");
+  refused(base + " --save " + dir.file("file/m.st"), "--save " + dir.file("file/m.st") + ": " + dir.file("file") +
+                                                         " is not a directory");
+  refused(base + " --save " + dir.file("file/a/m.st"), "--save " + dir.file("file/a/m.st") + ": " + dir.file("file") +
+                                                           " is not a directory");
+  refused(base + " --metrics " + dir.file("file/a/m.jsonl"), "--metrics " + dir.file("file/a/m.jsonl") +
+                                                                 ": cannot create directory " + dir.file("file/a") +
+                                                                 ": " + dir.file("file") + " is not a directory");
   refused(base + " --export-hf " + dir.file("file"), "--export-hf " + dir.file("file") + " is a file, not a directory");
   refused(base + " --export-hf " + dir.file("file/hf"), "--export-hf " + dir.file("file/hf") + ": " + dir.file("file") +
                                                               " is not a directory");
@@ -71,6 +83,9 @@ TEST_CASE("the save and export paths are checked before the first step") {
     std::filesystem::create_directory(dir.file("ro"));
     std::filesystem::permissions(dir.file("ro"), std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
     refused(base + " --save " + dir.file("ro/m.st"), "--save " + dir.file("ro/m.st") + ": cannot write there");
+    refused(base + " --save " + dir.file("ro/new/m.st"), "--save " + dir.file("ro/new/m.st") +
+                                                             " (its directory to be created in " + dir.file("ro") +
+                                                             "): cannot write there");
     refused(base + " --export-hf " + dir.file("ro/hf"), "--export-hf " + dir.file("ro/hf") + " (to be created in " +
                                                           dir.file("ro") + "): cannot write there");
     std::filesystem::permissions(dir.file("ro"), std::filesystem::perms::owner_all);

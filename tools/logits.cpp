@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/parse_flags.h"
 #include "core/safetensors.h"
+#include "core/temp_files.h"
 #include "nn/checkpoint.h"
 #include "nn/gpt.h"
 #include "nn/hf_gpt2.h"
@@ -60,6 +61,11 @@ int main(int argc, char** argv) {
     Tensor ids = Tensor::from_vector(flat, {b, t});
     NoGradGuard ng;
     Tensor logits = model.logits(ids);
+    try {
+      make_directories(std::filesystem::path(out).parent_path());
+    } catch (const Error& e) {
+      throw Error("--out " + out + ": " + e.what());
+    }
     write_safetensors(out, {{"ids", ids}, {"logits", logits}}, {});
     std::printf("wrote %s: logits [%lld, %lld, %lld]\n", out.c_str(), (long long)b, (long long)t, (long long)c.vocab_size);
   } catch (const std::exception& e) {

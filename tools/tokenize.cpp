@@ -14,6 +14,7 @@
 #include "data/gpt2_tokenizer.h"
 #include "data/token_files.h"
 #include "core/parse_flags.h"
+#include "core/temp_files.h"
 #include "core/timer.h"
 #include "data/tokenizer.h"
 
@@ -86,9 +87,12 @@ int main(int argc, char** argv) {
                                                                         : "every --input is empty");
     std::vector<int32_t> train, val;
     split_tokens(all, val_fraction, train, val);
+    try {
+      make_directories(out);
+    } catch (const Error& e) {
+      throw Error("--out " + out + ": " + e.what());
+    }
     std::error_code ec;
-    std::filesystem::create_directories(out, ec);
-    FLEXTP_CHECK(std::filesystem::is_directory(out), "cannot create --out directory ", out, ": ", ec.message());
     for (const std::string& name : old_shards) {
       std::filesystem::remove(std::filesystem::path(out) / name, ec);
       FLEXTP_CHECK(!ec, "--force: cannot remove the old shard ", out, "/", name, ": ", ec.message());

@@ -2,9 +2,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/cuda/cuda_runtime_api.h"
+#include "core/temp_files.h"
+#include "train/flags.h"
 
 namespace flextp {
 
@@ -46,6 +49,7 @@ std::string rank_table(const std::vector<RankRow>& rows) {
 TrainLog::TrainLog(bool lead, const OutputOptions& o, int64_t steps, int64_t tokens_per_step, bool cuda)
     : lead_(lead), cuda_(cuda), log_every_(o.log_every), progress_(steps, tokens_per_step) {
   if (!o.metrics.empty() && lead) {
+    with_flag("--metrics " + o.metrics, [&] { make_directories(std::filesystem::path(o.metrics).parent_path()); });
     metrics_.open(o.metrics, std::ios::app);
     FLEXTP_CHECK(metrics_, "cannot open --metrics file ", o.metrics, ": ", std::strerror(errno));
     metrics_path_ = o.metrics;

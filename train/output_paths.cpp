@@ -41,10 +41,8 @@ std::string prepare_output_paths(TrainOptions& o, bool lead) {
     // Only the lead rank writes files: the others need no more than to know that the run saves.
     std::string dir = lead ? run_directory(c.name) : "runs/" + c.name;
     c.save = (std::filesystem::path(dir) / "model.safetensors").string();
-    // Created by the first save (RunOutputs::save), so that a run refused before it leaves none.
-    std::error_code ec;
-    if (lead && std::filesystem::is_directory(dir, ec)) check_checkpoint_path(c.save, "the checkpoint");
-    else if (lead) check_export_dir(dir, "the run directory");
+    // Made by the first save (RunOutputs::save), so that a run refused before it leaves none.
+    if (lead) check_checkpoint_path(c.save, "the checkpoint");
     said = "checkpoint: " + c.save + " (no --save given; --no-save keeps nothing)\n";
   } else if (lead && !c.save.empty()) {
     check_checkpoint_path(c.save, "--save");

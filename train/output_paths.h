@@ -1,7 +1,10 @@
 #pragma once
 // Where a run writes, checked before it trains (a run must not learn at its end that it cannot
 // keep what it did). A run that trains without --save keeps its checkpoint all the same, in a
-// directory of its own: runs/NAME/model.safetensors, NAME from --name or the start time.
+// directory of its own: runs/NAME/model.safetensors, NAME from --name (a name, never a path) or
+// the start time. Every output makes the directories it needs where they are missing (--save,
+// --metrics, --export-hf, the run directory; core/temp_files.h make_directories), when it first
+// writes, and a path under a regular file is refused.
 #include <string>
 
 #include "train/options.h"

@@ -2,23 +2,13 @@
 
 #include <filesystem>
 
+#include "core/temp_files.h"
 #include "data/tokenizer.h"
 #include "nn/checkpoint_files.h"
 #include "nn/generate.h"
 #include "train/flags.h"
 
 namespace flextp {
-
-namespace {
-
-void create_parent_directory(const std::string& path) {
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  std::error_code ec;
-  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-  FLEXTP_CHECK(!ec, "cannot create directory ", dir.string(), ": ", ec.message());
-}
-
-}  // namespace
 
 RunOutputs::RunOutputs(const TrainOptions& o, GPT& model, Optimizer& opt, Communicator& clock, Communicator& world,
                        Watchdog& watchdog, TrainLog& log, const Tokenizer& tok, TrainState state, bool writer)
@@ -29,7 +19,7 @@ void RunOutputs::save(const std::string& path, int64_t step) {
   state_.step = step;
   unwatched([&] {
     try {
-      if (lead_) create_parent_directory(path);  // a run directory (train/output_paths.h)
+      if (lead_) make_directories(std::filesystem::path(path).parent_path());  // train/output_paths.h
       if (lead_) remove_stale_checkpoint_temporaries(o_.checkpoint.save);  // of saves killed mid-write, any step's
       if (writer_) save_checkpoint(path, model_, &opt_, state_, &clock_);
     } catch (const Error& e) {  // a full disk: files are replaced by rename, so the old ones stand
