@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <random>
@@ -327,16 +328,29 @@ TEST_CASE("closed loop: a move that pays is kept; one that makes the steps slowe
     DrivenBalancer d("migrate");
     d.steps_at(4, 1);
     std::string trials, choices;
+    BalanceStep move, undo;
     for (int i = 0; i < 14; ++i) {
       BalanceStep b = d.step(0.5, 1, d.moved() ? 30.0 : 0.0);  // after the move every step is 30 ms longer
       append_event(trials, b.trial);
       append(choices, b.choice);
+      if (b.choice == "migrate") move = b;
+      if (b.choice == "undo") undo = b;
     }
     CHECK(trials == "try undone");
     // The third slow step makes the move (trials.h: solid_before); it is judged on the fifth step
     // after it.
     CHECK(choices == "keep keep keep migrate " + times(4, "keep") + " undo " + times(5, "keep"));
     CHECK_FALSE(d.moved());
+    // The undo's log line says what it restores: the units the move gave rank 1 go back to rank 0
+    // (was "migrate: 4 units, 386 KiB; step 0.0 -> 0.0 ms (ideal 0.0), ...": a plan of no step).
+    REQUIRE(move.plan.units_to.size() == 2);
+    CHECK(move.plan.units_to[1] == move.plan.units_moved);
+    CHECK(undo.plan.units_moved == move.plan.units_moved);
+    char said[256];
+    std::snprintf(said, sizeof said, "undo: %lld units, %.0f KiB, back to rank 0, where they were before the try (its "
+                  "steps were slower); transfer 0.0 ms", static_cast<long long>(move.plan.units_moved),
+                  move.plan.bytes / 1024);
+    CHECK(undo.plan.str() == said);
     CHECK(d.balancer->trials().backoff_left() > 0);
   }
   SUBCASE("a resize that does not shorten the step is undone, its units restored") {

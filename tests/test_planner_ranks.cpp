@@ -38,6 +38,15 @@ TEST_CASE("3 ranks of distinct speeds: targets in proportion, the slowest rank's
   CHECK(plan.bytes == doctest::Approx(1200.0));
   CHECK(plan.now_ms == doctest::Approx(32.0));
   CHECK(plan.after_ms == doctest::Approx(14.0));
+  CHECK(plan.units_to == std::vector<int64_t>{0, 12, 0});
+  // Its undo, back to the even split: rank 0 takes back 2 units, rank 2 10; the line names them.
+  Plan back;
+  back.migrate = back.undo = true;
+  back.target = three;
+  count_moves(by_speed, costs(), free, back);
+  CHECK(back.units_to == std::vector<int64_t>{2, 0, 10});
+  CHECK(back.str() == "undo: 12 units, 1 KiB, back to ranks 0 (2), 2 (10), where they were before the try (its steps "
+                      "were slower); transfer 0.0 ms");
 }
 
 TEST_CASE("4 ranks: ties go to the lower rank, so every rank computes the same target") {

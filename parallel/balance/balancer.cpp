@@ -157,7 +157,7 @@ void Balancer::judge(TrialEvent verdict, const std::vector<Parameter*>& params, 
   if (verdict == TrialEvent::kept) return;
   if (move) {
     Plan back;
-    back.migrate = true;
+    back.migrate = back.undo = true;
     back.target = trial_from_;
     count_moves(partition_, model_, comm_model_, back);
     migrate(back, params, slots, out);

@@ -97,12 +97,14 @@ Partition balanced_partition(const Partition& current, const std::vector<double>
 
 void count_moves(const Partition& current, const ModelCosts& c, const CommCostModel& comm, Plan& plan) {
   plan.units_moved = 0;
+  plan.units_to.assign(static_cast<size_t>(plan.target.ranks()), 0);
   plan.bytes = 0;
   for (const auto& [group, owners] : current.groups()) {
     const std::vector<int>& next = plan.target.owners(group);
     for (size_t u = 0; u < owners.size(); ++u)
       if (owners[u] != next[u]) {
         ++plan.units_moved;
+        ++plan.units_to[static_cast<size_t>(next[u])];
         plan.bytes += c.unit(group).bytes;
       }
   }
@@ -126,6 +128,18 @@ Plan plan_migration(const Partition& current, const std::vector<double>& speed, 
 
 std::string Plan::str() const {
   char s[256];
+  if (undo) {  // "rank 0", or "ranks 0 (3), 2 (1)"
+    std::string to;
+    const auto receivers = std::count_if(units_to.begin(), units_to.end(), [](int64_t n) { return n > 0; });
+    for (size_t r = 0; r < units_to.size(); ++r)
+      if (units_to[r] > 0)
+        to += (to.empty() ? "" : ", ") + std::to_string(r) +
+              (receivers > 1 ? " (" + std::to_string(units_to[r]) + ")" : "");
+    std::snprintf(s, sizeof s, "undo: %lld units, %.0f KiB, back to rank%s %s, where they were before the try (its "
+                  "steps were slower); transfer %.1f ms", static_cast<long long>(units_moved), bytes / 1024,
+                  receivers > 1 ? "s" : "", to.c_str(), transfer_ms);
+    return s;
+  }
   std::snprintf(s, sizeof s, "%s: %lld units, %.0f KiB; step %.1f -> %.1f ms (ideal %.1f), transfer %.1f ms",
                 migrate ? "migrate" : "keep", static_cast<long long>(units_moved), bytes / 1024, now_ms, after_ms,
                 ideal_ms, transfer_ms);

@@ -52,14 +52,19 @@ struct PlannerOptions {
 
 struct Plan {
   bool migrate = false;
+  bool undo = false;  // the move back of a move whose trial failed (trials.h): no step times predicted
   Partition target;
   int64_t units_moved = 0;
+  std::vector<int64_t> units_to;  // per rank, the units it receives
   double bytes = 0;
   double now_ms = 0, after_ms = 0, transfer_ms = 0, ideal_ms = 0;
+  // "migrate: 4 units, 386 KiB; step 20.1 -> 15.2 ms (ideal 14.8), transfer 53.5 ms", or for an undo
+  // "undo: 4 units, 386 KiB, back to rank 0, where they were before the try ...; transfer 53.5 ms".
   std::string str() const;
 };
 
-// The units, bytes and transfer time of the move from `current` to plan.target, into the plan.
+// The units (per receiving rank), bytes and transfer time of the move from `current` to
+// plan.target, into the plan.
 void count_moves(const Partition& current, const ModelCosts& c, const CommCostModel& comm, Plan& plan);
 
 Plan plan_migration(const Partition& current, const std::vector<double>& speed, const ModelCosts& c,
