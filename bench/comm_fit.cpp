@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/parse_flags.h"
 #include "nn/gpt.h"
 #include "nn/mfu.h"
 #include "nn/unit_costs.h"
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
   MpiRuntime mpi(&argc, &argv);
   CLI::App app{"bench_comm_fit: the fitted communication model against measured transfers"};
   int reps = 5;
-  app.add_option("--reps", reps, "timed runs of each transfer (median)")->check(CLI::PositiveNumber);
+  app.add_option("--reps", reps, "timed runs of each transfer (median)")->check(above_zero());
   CLI11_PARSE(app, argc, argv);
   mpi_place_ranks(true);
   std::unique_ptr<Communicator> comm = make_mpi_communicator();
