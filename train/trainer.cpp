@@ -131,8 +131,7 @@ StepReport Trainer::step(int64_t step, const std::function<int()>& stop_request)
   r.balance = balancer_.after_step(kept.reports, params_, opt_.slot_names());
   // The transfers' own time: the least wait of the group's ranks, and with several replicas the
   // least over all of them (a slower replica makes the others wait in the gradient sum).
-  r.link.comm_ms = kept.reports[0].wait_ms;
-  for (const RankReport& rank : kept.reports) r.link.comm_ms = std::min(r.link.comm_ms, rank.wait_ms);
+  r.link.comm_ms = least_wait_ms(balancer_.monitor().table());  // the monitor holds kept.reports now
   if (several_replicas()) {  // the replicas' speeds of this step; the next step's shares
     r.replicas = shares_.after_step(clock_.untimed(), *replicas_.comm, windows_ms, windows.second,
                                     r.balance.shares, r.link.comm_ms);

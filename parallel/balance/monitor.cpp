@@ -9,10 +9,16 @@
 
 namespace flextp {
 
+double least_wait_ms(const std::vector<RankRow>& table) {
+  double least = table.empty() ? 0.0 : table[0].wait_ms;
+  for (const RankRow& r : table) least = std::min(least, r.wait_ms);
+  return least;
+}
+
 double step_ms_of(const std::vector<RankRow>& table) {
-  double step = 0, transfers = table.empty() ? 0.0 : table[0].wait_ms;
-  for (const RankRow& r : table) step = std::max(step, r.compute_ms + r.wait_ms), transfers = std::min(transfers, r.wait_ms);
-  return step - transfers;
+  double step = 0;
+  for (const RankRow& r : table) step = std::max(step, r.compute_ms + r.wait_ms);
+  return step - least_wait_ms(table);
 }
 
 size_t RankReport::wire_size() { return 3 + std::size(kUnitKinds) + 1; }

@@ -42,6 +42,8 @@ struct RankRow : RankReport {
 // others' last wait), less the transfers' own time, the least wait of any rank, which no move or
 // skip changes. So a link that slows during a trial is not taken for a bad move (link_watch.h).
 double step_ms_of(const std::vector<RankRow>& table);
+// The transfers' own time in that table: the least wait of any rank (the slowest waits for nobody).
+double least_wait_ms(const std::vector<RankRow>& table);
 
 class Monitor {
  public:

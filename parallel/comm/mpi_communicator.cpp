@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "parallel/comm/placement.h"
 
@@ -207,9 +208,9 @@ std::vector<std::string> mpi_place_ranks(bool by_host) {
     const char* at = all.data() + static_cast<size_t>(w) * MPI_MAX_PROCESSOR_NAME;
     host_of[w].assign(at, strnlen(at, MPI_MAX_PROCESSOR_NAME));  // a name may fill the buffer
   }
-  std::vector<int> place = by_host ? places_by_host(host_of) : std::vector<int>{};
-  if (!by_host)
-    for (int w = 0; w < world; ++w) place.push_back(w);
+  std::vector<int> place(world);
+  std::iota(place.begin(), place.end(), 0);  // the launcher's order
+  if (by_host) place = places_by_host(host_of);
   g_place_key = place[rank];
   std::vector<std::string> hosts(world);
   for (int w = 0; w < world; ++w) hosts[place[w]] = host_of[w];

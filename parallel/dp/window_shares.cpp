@@ -1,7 +1,6 @@
 #include "parallel/dp/window_shares.h"
 
 #include <algorithm>
-
 #include <cmath>
 #include <numeric>
 
