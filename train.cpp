@@ -39,6 +39,7 @@
 #include "train/resume.h"
 #include "train/run_header.h"
 #include "train/run_outputs.h"
+#include "train/snapshots.h"
 #include "train/stop_signals.h"
 #include "train/trainer.h"
 #include "train/watchdog.h"
@@ -60,7 +61,7 @@ StepSettings step_settings(const TrainOptions& o, const CosineSchedule& schedule
 // The loop: a step, its report to the log and the metrics, evaluation, samples and periodic
 // checkpoints; at the end the final save, the export and a sample. Returns the exit status.
 int train_loop(const TrainOptions& o, Trainer& trainer, Validation& validation, TrainLog& log, RunOutputs& outputs,
-               Watchdog& watchdog, int rank, int64_t start) {
+               Snapshots& snapshots, Watchdog& watchdog, int rank, int64_t start) {
   const CheckpointOptions& ck = o.checkpoint;
   const int64_t steps = o.optimization.steps;
   int stopped_by = 0;  // a signal: every rank stops after the same step
@@ -80,8 +81,10 @@ int train_loop(const TrainOptions& o, Trainer& trainer, Validation& validation, 
     if (o.output.sample_every && r.step % o.output.sample_every == 0 && !r.last)
       outputs.sample(o.output.sample ? o.output.sample : 64, "sample at step " + std::to_string(r.step));
     if (ck.save_every && r.step % ck.save_every == 0 && !r.last && !r.skipped) outputs.save_periodic(r.step);
+    snapshots.after_step(r.step, r.last);
     std::fflush(stdout);
   }
+  snapshots.finish();
   log.finish();
   // The weights are those the run started from: saving them as a later step would pass off a
   // run that learnt nothing (NaN inputs, a NaN --lr) as a good one.
@@ -103,12 +106,18 @@ int train_loop(const TrainOptions& o, Trainer& trainer, Validation& validation, 
 
 // Setting up (data, model, optimizer, checkpoint, balancer), then the loop.
 int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device, const SplitWorld& split,
-        std::vector<std::string> hosts) {
+        std::vector<std::string> hosts, ByteMail* mail) {
   const RankThreads threads = set_rank_threads();  // before OpenMP's threads start
   flush_denormals();  // on this thread and OpenMP's (core/denormals.h)
   const bool lead = world.rank() == 0;  // rank 0 alone prints and writes files
   const std::string where_saved = prepare_output_paths(o, lead);  // before anything else, not at the end
   const CheckpointOptions& ck = o.checkpoint;
+  // --resume-snapshot: the newest complete snapshot on the hosts, assembled into a checkpoint on
+  // each, is then loaded as --load would (train/snapshots.h).
+  std::string snapshot_said;
+  if (!ck.snapshot_dir.empty())
+    o.checkpoint.load = prepare_snapshots(ck, *make_optimizer(o.optimization), mail, hosts, snapshot_said);
+  if (lead) std::printf("%s", snapshot_said.c_str());
   if (!ck.load.empty() && !o.output.eval_only) o.seed = resumed_seed(ck.load, o.seed, app.count("--seed") > 0);
   o.balancing.resize.seed = o.seed;
   ProcessGroups groups = make_process_groups(o, world, split);
@@ -159,13 +168,14 @@ int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device,
   TrainState state{start, o.seed, {{"tokenizer", tok->name()}, {kScheduleSteps, std::to_string(schedule.total)}},
                    loaded.run_id.empty() ? random_hex_id() : loaded.run_id};
   RunOutputs outputs(o, model, *opt, step_clock, world, watchdog, log, *tok, state, groups.grid.dp_rank == 0);
+  Snapshots snapshots(ck, model, *opt, state, mail, groups.hosts, groups.grid, log, start);
   Trainer trainer(step_settings(o, schedule), model, *opt, step_clock, *balancer, watchdog, std::move(sampler),
                   std::move(faults), [&](const StepReport& r) { log.skipped(r); },
                   {groups.grid, groups.dp.get(), static_cast<int64_t>(o.parallel.dp_bucket_mb * (1 << 20)), &world});
   log.start(start, lead ? mfu_basis(model, o.data.seq_len, device,
                                      matmul_precision_of(o.parallel.tf32, o.parallel.bf16), world.size())
                         : MfuBasis{});
-  return train_loop(o, trainer, validation, log, outputs, watchdog, world.rank(), start);
+  return train_loop(o, trainer, validation, log, outputs, snapshots, watchdog, world.rank(), start);
 }
 
 }  // namespace
@@ -196,6 +206,9 @@ int main(int argc, char** argv) {
     // Ranks ordered by host (--placement), so that a tensor-parallel group stays on one host.
     std::vector<std::string> hosts;
     if (mpi) hosts = mpi_place_ranks(o.parallel.placement == "host");
+    // Snapshots' copies to other hosts travel beside the collectives, on MPI whatever the backend.
+    std::unique_ptr<ByteMail> mail;
+    if (mpi && !o.checkpoint.snapshot_dir.empty()) mail = std::make_unique<ByteMail>();
     if (mpi && nccl)
       comm = make_nccl_communicator(device.index);
     else
@@ -205,7 +218,7 @@ int main(int argc, char** argv) {
     SplitWorld split = [&](int color) -> std::unique_ptr<Communicator> {
       return nccl ? make_nccl_communicator(device.index, color) : make_mpi_communicator(color);
     };
-    return run(o, app, *comm, device, split, std::move(hosts));
+    return run(o, app, *comm, device, split, std::move(hosts), mail.get());
   } catch (const std::exception& e) {
     std::fflush(stdout);  // the log lines before the error come first
     if (comm && comm->size() > 1)

@@ -241,9 +241,8 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   if (fault_now("FLEXTP_FAULT_KILL_AFTER_WRITE", this_write)) ::kill(::getpid(), SIGKILL);
 }
 
-void write_safetensors(const std::string& path,
-                       const std::vector<std::pair<std::string, Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+std::string safetensors_bytes(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                              const std::map<std::string, std::string>& metadata) {
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
@@ -265,7 +264,13 @@ void write_safetensors(const std::string& path,
     Tensor host = t.to(Device::cpu());
     bytes.append(static_cast<const char*>(host.raw()), host.nbytes());
   }
-  write_file_atomic(path, bytes);
+  return bytes;
+}
+
+void write_safetensors(const std::string& path,
+                       const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  write_file_atomic(path, safetensors_bytes(tensors, metadata));
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {

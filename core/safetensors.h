@@ -20,6 +20,10 @@ struct SafetensorsFile {
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
+// The bytes such a file holds (a snapshot's shard also travels to another host as them).
+std::string safetensors_bytes(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                              const std::map<std::string, std::string>& metadata = {});
+
 SafetensorsFile read_safetensors(const std::string& path);
 // The __metadata__ of a safetensors file, reading its header only.
 std::map<std::string, std::string> read_safetensors_metadata(const std::string& path);

@@ -69,16 +69,6 @@ Tensor convert(const Parameter& p, const Tensor& t, const GPTConfig& c, bool to_
   return out;
 }
 
-std::map<std::string, std::string> config_metadata(const GPTConfig& c) {
-  return {{"format", "flextp"},
-          {"n_layer", std::to_string(c.n_layer)},
-          {"n_head", std::to_string(c.n_head)},
-          {"n_embd", std::to_string(c.n_embd)},
-          {"mlp", c.mlp},
-          {"vocab_size", std::to_string(c.vocab_size)},
-          {"n_positions", std::to_string(c.n_positions)}};
-}
-
 int64_t meta_int(const std::map<std::string, std::string>& metadata, const std::string& path, const std::string& key) {
   auto it = metadata.find(key);
   FLEXTP_CHECK(it != metadata.end(), path, ": metadata has no '", key, "'");
@@ -221,6 +211,28 @@ void copy_weights(const SafetensorsFile& f, GPT& model) {
 }
 
 }  // namespace
+
+std::map<std::string, std::string> config_metadata(const GPTConfig& c) {
+  return {{"format", "flextp"},
+          {"n_layer", std::to_string(c.n_layer)},
+          {"n_head", std::to_string(c.n_head)},
+          {"n_embd", std::to_string(c.n_embd)},
+          {"mlp", c.mlp},
+          {"vocab_size", std::to_string(c.vocab_size)},
+          {"n_positions", std::to_string(c.n_positions)}};
+}
+
+GPTConfig config_of_metadata(const std::map<std::string, std::string>& metadata, const std::string& path) {
+  GPTConfig c;
+  c.n_layer = meta_int(metadata, path, "n_layer");
+  c.n_head = meta_int(metadata, path, "n_head");
+  c.n_embd = meta_int(metadata, path, "n_embd");
+  c.vocab_size = meta_int(metadata, path, "vocab_size");
+  c.n_positions = meta_int(metadata, path, "n_positions");
+  auto mlp = metadata.find("mlp");  // absent from checkpoints older than the MLP kinds: gelu
+  if (mlp != metadata.end()) c.mlp = mlp->second;
+  return c;
+}
 
 void load_weights(const SafetensorsFile& f, const std::string& path, GPT& model) {
   NoGradGuard ng;
@@ -375,15 +387,7 @@ GPTConfig config_from_metadata(const SafetensorsFile& f, const std::string& path
     FLEXTP_FAIL(path, " is an optimizer-state file (", optimizer->second, "), not weights: give the weights file it was ",
                 "saved beside, ", weights == path ? "its name without .state" : weights);
   }
-  GPTConfig c;
-  c.n_layer = meta_int(f, path, "n_layer");
-  c.n_head = meta_int(f, path, "n_head");
-  c.n_embd = meta_int(f, path, "n_embd");
-  c.vocab_size = meta_int(f, path, "vocab_size");
-  c.n_positions = meta_int(f, path, "n_positions");
-  auto mlp = f.metadata.find("mlp");  // absent from checkpoints older than the MLP kinds: gelu
-  if (mlp != f.metadata.end()) c.mlp = mlp->second;
-  return c;
+  return config_of_metadata(f.metadata, path);
 }
 
 }  // namespace

@@ -57,6 +57,11 @@ void check_gpt2_exportable(const GPTConfig& c);
 // The config stored in a checkpoint's metadata (to build a model before loading).
 GPTConfig read_checkpoint_config(const std::string& path);
 
+// The model config as a checkpoint's metadata states it (n_layer, n_head, ...), and back (unchecked
+// against any tensors).
+std::map<std::string, std::string> config_metadata(const GPTConfig& c);
+GPTConfig config_of_metadata(const std::map<std::string, std::string>& metadata, const std::string& path);
+
 // The free-form entries (TrainState::extra) a checkpoint was saved with.
 std::map<std::string, std::string> read_checkpoint_extra(const std::string& path);
 

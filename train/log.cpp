@@ -58,6 +58,7 @@ TrainLog::TrainLog(bool lead, const OutputOptions& o, int64_t steps, int64_t tok
 
 void TrainLog::start(int64_t done, const MfuBasis& mfu) {
   progress_.start(done, mfu);
+  first_ = done + 1;
   const double peak = mfu.peak.flops_per_s;
   if (peak > 0)
     say("MFU of %.3g model FLOPs per token against a peak of %.1f %s (%s)\n", mfu.flops_per_token,
@@ -77,7 +78,7 @@ void TrainLog::skipped(const StepReport& r) {
 
 void TrainLog::step(const StepReport& r) {
   progress_.step(r.step, r.ms);
-  if ((r.step - 1) % log_every_ == 0 || r.last) {
+  if ((r.step - 1) % log_every_ == 0 || r.step == first_ || r.last) {
     say("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s%s\n", (long long)r.step, r.loss, r.lr, r.ms,
         r.tokens_per_s, progress_.suffix().c_str());
     say("%s", rank_table(r.ranks).c_str());

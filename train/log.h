@@ -32,7 +32,7 @@ class TrainLog {
   void finish();
   // The warning of a skipped step.
   void skipped(const StepReport& r);
-  // Every log_every steps and at the last: the step's line and, with several ranks, the
+  // Every log_every steps, at the run's first and at the last: the step's line and, with several ranks, the
   // monitor's table; a migration's line.
   void step(const StepReport& r);
   void validation(const StepReport& r);
@@ -43,6 +43,7 @@ class TrainLog {
  private:
   bool lead_, cuda_;
   int64_t log_every_;
+  int64_t first_ = 1;  // this run's first step, always logged (a resumed run's too)
   Progress progress_;
   std::ofstream metrics_;
   std::string metrics_path_;

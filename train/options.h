@@ -53,6 +53,12 @@ struct CheckpointOptions {
   std::string name;      // of the run directory runs/NAME/ that a run without --save saves into
   bool no_save = false;  // not even there
   int64_t save_every = 0, keep_last = 0;
+  // Recovery after losing a host (train/snapshots.h): a directory of each host's own, the steps
+  // between snapshots (docs/results.md, "Losing a host", measured the default), and whether to
+  // start from the newest complete snapshot there.
+  std::string snapshot_dir;
+  int64_t snapshot_every = 10;
+  bool resume_snapshot = false;
 };
 
 struct OutputOptions {

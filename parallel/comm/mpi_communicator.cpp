@@ -2,7 +2,9 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -218,6 +220,130 @@ std::vector<std::string> mpi_place_ranks(bool by_host) {
 }
 
 int mpi_place_key() { return g_place_key; }
+
+struct ByteMail::Pending {
+  MPI_Comm comm;
+  int rank = 0, size = 1;
+  struct Out {
+    std::string bytes;
+    MPI_Request request;
+  };
+  struct In {
+    int from;
+    int64_t id;
+    bool matched = false;
+    std::string bytes;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+  std::vector<std::unique_ptr<Out>> out;  // stable addresses: MPI holds them until done
+  std::vector<std::unique_ptr<In>> in;
+  int64_t expected = 0;
+};
+
+namespace {
+constexpr int kLetterTag = 11;
+}
+
+ByteMail::ByteMail() : p_(std::make_unique<Pending>()) {
+  FLEXTP_CHECK(MpiRuntime::active(), "ByteMail: MPI is not initialised");
+  FLEXTP_MPI(MPI_Comm_split(MPI_COMM_WORLD, 0, g_place_key, &p_->comm));
+  FLEXTP_MPI(MPI_Comm_set_errhandler(p_->comm, MPI_ERRORS_RETURN));
+  MPI_Comm_rank(p_->comm, &p_->rank);
+  MPI_Comm_size(p_->comm, &p_->size);
+}
+
+ByteMail::~ByteMail() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (!idle()) {  // a job ending on an error: MPI may still write into these buffers, so they stay
+    for (auto& o : p_->out) o.release();
+    for (auto& i : p_->in) i.release();
+    return;
+  }
+  MPI_Comm_free(&p_->comm);
+}
+
+int ByteMail::rank() const { return p_->rank; }
+int ByteMail::size() const { return p_->size; }
+bool ByteMail::idle() const { return p_->out.empty() && p_->in.empty(); }
+
+std::vector<std::string> ByteMail::all_gather(const std::string& mine) {
+  int n = as_count(static_cast<int64_t>(mine.size()), "ByteMail::all_gather");
+  std::vector<int> sizes(p_->size), at(p_->size);
+  FLEXTP_MPI(MPI_Allgather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, p_->comm));
+  int64_t total = 0;
+  for (int r = 0; r < p_->size; ++r) at[r] = as_count(total, "ByteMail::all_gather"), total += sizes[r];
+  std::string all(static_cast<size_t>(total), '\0');
+  FLEXTP_MPI(MPI_Allgatherv(mine.data(), n, MPI_BYTE, all.data(), sizes.data(), at.data(), MPI_BYTE, p_->comm));
+  std::vector<std::string> each(p_->size);
+  for (int r = 0; r < p_->size; ++r) each[r] = all.substr(at[r], sizes[r]);
+  return each;
+}
+
+void ByteMail::barrier() { FLEXTP_MPI(MPI_Barrier(p_->comm)); }
+
+void ByteMail::send(int to, std::string bytes) {
+  auto o = std::make_unique<Pending::Out>();
+  o->bytes = std::move(bytes);
+  FLEXTP_MPI(MPI_Isend(o->bytes.data(), as_count(static_cast<int64_t>(o->bytes.size()), "ByteMail::send"), MPI_BYTE,
+                       to, kLetterTag, p_->comm, &o->request));
+  p_->out.push_back(std::move(o));
+}
+
+int64_t ByteMail::expect(int from) {
+  auto i = std::make_unique<Pending::In>();
+  i->from = from;
+  const int64_t id = i->id = p_->expected++;
+  p_->in.push_back(std::move(i));
+  return id;
+}
+
+std::vector<ByteMail::Letter> ByteMail::progress() {
+  std::vector<Letter> arrived;
+  for (size_t k = 0; k < p_->out.size();) {
+    int done = 0;
+    FLEXTP_MPI(MPI_Test(&p_->out[k]->request, &done, MPI_STATUS_IGNORE));
+    if (done)
+      p_->out.erase(p_->out.begin() + k);
+    else
+      ++k;
+  }
+  for (size_t k = 0; k < p_->in.size();) {
+    Pending::In& i = *p_->in[k];
+    if (!i.matched) {  // its size is known once it is matched; the bytes then arrive without blocking
+      int found = 0;
+      MPI_Message message;
+      MPI_Status status;
+      FLEXTP_MPI(MPI_Improbe(i.from, kLetterTag, p_->comm, &found, &message, &status));
+      if (found) {
+        int count = 0;
+        MPI_Get_count(&status, MPI_BYTE, &count);
+        i.bytes.resize(static_cast<size_t>(count));
+        FLEXTP_MPI(MPI_Imrecv(i.bytes.data(), count, MPI_BYTE, &message, &i.request));
+        i.matched = true;
+      }
+    }
+    int done = 0;
+    if (i.matched) FLEXTP_MPI(MPI_Test(&i.request, &done, MPI_STATUS_IGNORE));
+    if (done) {
+      arrived.push_back({i.from, i.id, std::move(i.bytes)});
+      p_->in.erase(p_->in.begin() + k);
+    } else {
+      ++k;
+    }
+  }
+  return arrived;
+}
+
+std::vector<ByteMail::Letter> ByteMail::finish() {
+  std::vector<Letter> arrived;
+  while (!idle()) {
+    for (Letter& l : progress()) arrived.push_back(std::move(l));
+    if (!idle()) std::this_thread::sleep_for(std::chrono::microseconds(200));  // not a busy spin on shared cores
+  }
+  return arrived;
+}
 
 int mpi_ranks_on_this_node() {
   FLEXTP_CHECK(MpiRuntime::active(), "mpi_ranks_on_this_node: MPI is not initialised");

@@ -1,6 +1,7 @@
 #pragma once
 // MPI: the launcher-agnostic way to run one process per rank (mpirun, srun). Host buffers go to
 // MPI directly; GPU buffers are staged through host memory.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,38 @@ int mpi_place_key();
 // e.g. a smaller tensor-parallel group inside one run; all of them when every rank passes 0. MPI
 // must be initialised, and every world rank must call it.
 std::unique_ptr<Communicator> make_mpi_communicator(int color = 0);
+
+// Messages of bytes between the world's ranks (in placed order) beside the collectives, on a
+// communicator of their own: a snapshot's copy to another host travels while the next steps
+// compute (train/snapshots.h). Every world rank makes one, at the same point.
+class ByteMail {
+ public:
+  ByteMail();
+  ~ByteMail();
+  int rank() const;
+  int size() const;
+  // Collectives: every rank's `mine`, in rank order; a barrier.
+  std::vector<std::string> all_gather(const std::string& mine);
+  void barrier();
+  struct Letter {
+    int from;
+    int64_t id;  // what expect() returned for it
+    std::string bytes;
+  };
+  // Starts sending `bytes` to rank `to`. Expects one message (of any size) from rank `from`: the
+  // messages of one sender match the expectations in the order both were made.
+  void send(int to, std::string bytes);
+  int64_t expect(int from);
+  // Moves what can move without waiting; returns the messages that arrived since the last call.
+  std::vector<Letter> progress();
+  // Waits until everything sent has left and everything expected has arrived; returns those.
+  std::vector<Letter> finish();
+  bool idle() const;
+
+ private:
+  struct Pending;
+  std::unique_ptr<Pending> p_;
+};
 
 // The ranks of MPI_COMM_WORLD on this machine (MPI's shared-memory split; a collective). 1 in a
 // build without MPI.

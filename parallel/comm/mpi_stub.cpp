@@ -29,4 +29,17 @@ int mpi_ranks_on_this_node() { return 1; }
 std::vector<std::string> mpi_place_ranks(bool) { FLEXTP_FAIL(kNoMpi); }
 int mpi_place_key() { return 0; }
 
+struct ByteMail::Pending {};
+ByteMail::ByteMail() { FLEXTP_FAIL(kNoMpi); }
+ByteMail::~ByteMail() = default;
+int ByteMail::rank() const { return 0; }
+int ByteMail::size() const { return 1; }
+std::vector<std::string> ByteMail::all_gather(const std::string& mine) { return {mine}; }
+void ByteMail::barrier() {}
+void ByteMail::send(int, std::string) { FLEXTP_FAIL(kNoMpi); }
+int64_t ByteMail::expect(int) { FLEXTP_FAIL(kNoMpi); }
+std::vector<ByteMail::Letter> ByteMail::progress() { return {}; }
+std::vector<ByteMail::Letter> ByteMail::finish() { return {}; }
+bool ByteMail::idle() const { return true; }
+
 }  // namespace flextp

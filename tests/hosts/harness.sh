@@ -33,6 +33,7 @@ inside=$(scripts/hosts -n 3 -- bash -c '
   for _ in $(seq 200); do [ -e $FLEXTP_HOSTS/h1-up ] && break; sleep 0.05; done
   scripts/hosts kill h1
   wait $! 2>/dev/null || echo "h1 killed: $?"
+  scripts/hosts exec h1 -- true 2>/dev/null || echo "h1 lost: $?"
   echo "prefix $(cat $FLEXTP_HOSTS/prefix)"
 ' 2>&1)
 status=$?
@@ -47,6 +48,7 @@ done
 grep -q reached-h2 <<<"$inside" || fail "h0 should reach h2 by name over the hosts' network"
 grep -q rates-set <<<"$inside" || fail "rate should set and free a host's link"
 grep -q "h1 killed: 137" <<<"$inside" || fail "kill should end h1's processes with SIGKILL"
+grep -q "h1 lost: 255" <<<"$inside" || fail "a killed host should answer no more (as ssh: 255)"
 prefix=$(sed -n 's/^prefix //p' <<<"$inside")
 [ -n "$prefix" ] && ip netns list | grep -q "^$prefix-" && fail "namespaces $prefix-* left after the run"
 

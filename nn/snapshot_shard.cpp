@@ -1,0 +1,162 @@
+#include "nn/snapshot_shard.h"
+
+#include <set>
+
+#include "core/autograd.h"
+#include "core/safetensors.h"
+#include "core/text_fields.h"
+#include "parallel/tp/unit_rows.h"
+
+namespace flextp {
+namespace {
+
+std::string units_key(const Parameter& p) { return "units." + p.name; }
+
+std::string units_text(const std::vector<int64_t>& units) {
+  std::string s;
+  for (int64_t u : units) s += (s.empty() ? "" : ",") + std::to_string(u);
+  return s;
+}
+
+int64_t meta_number(const SafetensorsFile& f, const std::string& path, const std::string& key) {
+  auto it = f.metadata.find(key);
+  std::optional<int64_t> v = it == f.metadata.end() ? std::nullopt : whole_int(it->second);
+  FLEXTP_CHECK(v, path, ": not a snapshot shard (metadata '", key, "' is missing or not a number)");
+  return *v;
+}
+
+const Tensor& shard_tensor(const SafetensorsFile& f, const std::string& path, const std::string& name,
+                           const Parameter& p, int64_t rows) {
+  auto it = f.tensors.find(name);
+  FLEXTP_CHECK(it != f.tensors.end(), path, ": tensor '", name, "' is missing");
+  Shape want = p.value.shape();
+  want[0] = rows;
+  FLEXTP_CHECK(it->second.shape() == want && it->second.dtype() == p.value.dtype(), path, ": tensor '", name,
+               "' is ", dtype_name(it->second.dtype()), " ", shape_str(it->second.shape()), ", the model needs ",
+               dtype_name(p.value.dtype()), " ", shape_str(want));
+  return it->second;
+}
+
+}  // namespace
+
+std::string shard_bytes(GPT& model, const Optimizer& optimizer, const TrainState& state, const ShardPlace& place) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  std::map<std::string, std::string> meta = config_metadata(model.config());
+  for (Parameter* p : model.parameters()) {
+    tensors.push_back({p->name, p->value});
+    for (const std::string& s : optimizer.slot_names()) {
+      auto it = p->state.find(s);  // before the first step: zeros, as a checkpoint has them
+      tensors.push_back({p->name + "." + s, it != p->state.end() ? it->second : Tensor::zeros(p->value.shape(), p->value.dtype())});
+    }
+    if (!p->replicated()) meta[units_key(*p)] = units_text(p->units);
+  }
+  // The unit sizes lay out the rows (a checkpoint, whole, needs none of them).
+  const GPTConfig& c = model.config();
+  meta["mlp_unit"] = std::to_string(c.mlp_unit), meta["vocab_unit"] = std::to_string(c.vocab_unit);
+  meta["vocab_pad"] = std::to_string(c.vocab_pad);
+  meta["step"] = std::to_string(state.step);
+  meta["seed"] = std::to_string(state.seed);
+  meta["run_id"] = state.run_id;
+  meta["optimizer"] = optimizer.name();
+  meta["optimizer_steps"] = std::to_string(optimizer.steps_taken());
+  meta["rank"] = std::to_string(place.rank), meta["ranks"] = std::to_string(place.ranks);
+  meta["replica"] = std::to_string(place.replica), meta["replicas"] = std::to_string(place.replicas);
+  for (const auto& [k, v] : state.extra) meta["extra." + k] = v;
+  return safetensors_bytes(tensors, meta);
+}
+
+ShardInfo read_shard_info(const std::string& path) {
+  SafetensorsFile f = read_safetensors(path);
+  auto number = [&](const char* key) { return static_cast<int>(meta_number(f, path, key)); };
+  ShardInfo info{meta_number(f, path, "step"), {number("rank"), number("ranks"), number("replica"), number("replicas")}};
+  const ShardPlace& p = info.place;
+  FLEXTP_CHECK(p.rank >= 0 && p.rank < p.ranks && p.replica >= 0 && p.replica < p.replicas, path, ": rank ", p.rank,
+               " of ", p.ranks, " in replica ", p.replica, " of ", p.replicas, " is no place");
+  return info;
+}
+
+TrainState assemble_checkpoint(const std::vector<std::string>& shards, Optimizer& optimizer, const std::string& path) {
+  NoGradGuard ng;
+  FLEXTP_CHECK(!shards.empty(), "a snapshot of no shards");
+  std::vector<SafetensorsFile> files;
+  for (const std::string& s : shards) files.push_back(read_safetensors(s));
+  const SafetensorsFile& first = files[0];
+  auto text = [](const SafetensorsFile& f, const std::string& key) {
+    auto it = f.metadata.find(key);
+    return it == f.metadata.end() ? std::string("(none)") : it->second;
+  };
+  for (size_t r = 0; r < files.size(); ++r) {
+    const SafetensorsFile& f = files[r];
+    FLEXTP_CHECK(meta_number(f, shards[r], "rank") == static_cast<int64_t>(r) &&
+                     meta_number(f, shards[r], "ranks") == static_cast<int64_t>(files.size()),
+                 shards[r], ": holds rank ", text(f, "rank"), " of ", text(f, "ranks"), ", not rank ", r, " of ",
+                 files.size());
+    for (const char* key : {"step", "run_id", "optimizer_steps", "replica", "replicas"})
+      FLEXTP_CHECK(text(f, key) == text(first, key), shards[r], ": its ", key, " ", text(f, key), " is not ", shards[0],
+                   "'s ", text(first, key), ": the shards are not one replica's of one snapshot");
+  }
+  FLEXTP_CHECK(text(first, "optimizer") == optimizer.name(), shards[0], " holds ", text(first, "optimizer"),
+               " optimizer state, but the run uses ", optimizer.name());
+  GPTConfig c = config_of_metadata(first.metadata, shards[0]);
+  auto ln = first.tensors.find("ln_f.weight");
+  FLEXTP_CHECK(ln != first.tensors.end(), shards[0], ": tensor 'ln_f.weight' is missing");
+  c.dtype = ln->second.dtype();
+  c.mlp_unit = meta_number(first, shards[0], "mlp_unit"), c.vocab_unit = meta_number(first, shards[0], "vocab_unit");
+  c.vocab_pad = meta_number(first, shards[0], "vocab_pad");
+  try {
+    c.validate();  // before a model of it is built: sizes the file does not back stop here
+  } catch (const Error& e) {
+    FLEXTP_FAIL(shards[0], ": ", e.what());
+  }
+  GPT model(c);  // one rank: every unit, in id order, so that its values are the logical tensors
+  for (Parameter* p : model.parameters()) {
+    std::vector<Tensor*> targets{&p->value};
+    for (const std::string& s : optimizer.slot_names()) targets.push_back(&p->slot(s));
+    std::set<int64_t> covered;  // over the shards: each unit once
+    for (size_t r = 0; r < files.size(); ++r) {
+      std::vector<int64_t> units;
+      if (!p->replicated()) {
+        auto it = files[r].metadata.find(units_key(*p));
+        FLEXTP_CHECK(it != files[r].metadata.end(), shards[r], ": metadata has no '", units_key(*p), "'");
+        for (const std::string& field : it->second.empty() ? std::vector<std::string>{} : split_fields(it->second, ',')) {
+          std::optional<int64_t> u = whole_int(field);
+          FLEXTP_CHECK(u && *u >= 0 && *u < p->group().units && covered.insert(*u).second, shards[r], ": unit '", field,
+                       "' of ", p->name, " is not a unit of it, or another shard holds it too");
+          units.push_back(*u);
+        }
+      } else if (r > 0) {
+        continue;  // the same on every rank: rank 0's
+      }
+      int64_t rows = 0;
+      for (int64_t u : units) rows += p->rows_of_unit(u);
+      if (p->replicated()) rows = p->value.size(0);
+      for (size_t t = 0; t < targets.size(); ++t) {
+        const std::string name = t == 0 ? p->name : p->name + "." + optimizer.slot_names()[t - 1];
+        const Tensor& local = shard_tensor(files[r], shards[r], name, *p, rows);
+        if (p->replicated())
+          targets[t]->copy_from(local);
+        else
+          put_unit_rows(*p, local, units, *targets[t]);
+      }
+    }
+    FLEXTP_CHECK(p->replicated() || static_cast<int64_t>(covered.size()) == p->group().units, "the shards of step ",
+                 text(first, "step"), " hold ", covered.size(), " of the ", p->group().units, " units of ", p->name,
+                 ": a shard is missing");
+  }
+  optimizer.set_steps_taken(meta_number(first, shards[0], "optimizer_steps"));
+  TrainState state;
+  state.step = meta_number(first, shards[0], "step");
+  state.run_id = text(first, "run_id");
+  auto seed = first.metadata.find("seed");
+  FLEXTP_CHECK(seed != first.metadata.end(), shards[0], ": metadata has no 'seed'");
+  const std::string& digits = seed->second;  // unsigned 64-bit: past whole_int's range
+  FLEXTP_CHECK(!digits.empty() && digits.size() <= 20 && digits.find_first_not_of("0123456789") == std::string::npos,
+               shards[0], ": metadata 'seed' = '", digits, "' is not a seed");
+  state.seed = std::stoull(digits);
+  for (const auto& [k, v] : first.metadata)
+    if (k.rfind("extra.", 0) == 0) state.extra[k.substr(6)] = v;
+  save_checkpoint(path, model, &optimizer, state, nullptr);
+  return state;
+}
+
+}  // namespace flextp

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Recovery after losing hosts (ctest label recovery): scripts/launch --restarts supervises train on
+hosts of scripts/hosts; hosts are lost (kill -9 of every process, the link down, the local directory
+deleted) at chosen moments; the job must go on on the hosts left, lose at most two snapshot
+intervals, and end with weights equal, bit for bit, to a chain of runs resumed by hand: the first
+grid from step 0, then each later grid from the periodic checkpoint (--save-every) of the step the
+supervisor resumed at.
+
+  tests/recovery/lose_hosts.py BUILD_DIR CASE      (exit 77: the hosts cannot be made here)
+
+CASE: random-step (2 hosts x 2 slots, a replica on each, h1 lost at a random step),
+during-snapshot (2 hosts x 1 slot, tensor parallel across them: h1 lost while the snapshot of step
+15 is being written, its shard on h1 and its copy not sent: step 10 is resumed), during-restart (3 hosts x 1 slot,
+3 replicas: h1 lost, then h2 while the job restarts: h0's replica alone is a snapshot),
+during-recovery (3 hosts x 1 slot, tensor parallel across them: h1 lost, then h2 after the restart
+resumed, before its first snapshot: the checkpoint the recovery assembled on h0 is resumed)."""
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import same_tensors
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+STEPS, EVERY = 40, 5
+MODEL = ["--n-layer", "2", "--n-embd", "64", "--n-head", "4", "--seq-len", "32", "--batch", "12", "--micro-batch", "2",
+         "--steps", str(STEPS), "--eval-batches", "1", "--eval-every", "1000", "--log-every", "1", "--dp-shares", "even",
+         "--seed", "7"]
+
+CASES = {
+    # hosts, slots, tp, kills: (host, trigger); a trigger is ("step", N): the log reached step N;
+    # ("snapshot", N): h1 holds the snapshot of step N being written; ("restart", R): the
+    # supervisor announced restart R; ("resumed", R): R runs have resumed a snapshot.
+    "random-step": (2, 2, 2, None),
+    "during-snapshot": (2, 1, 2, [("h1", ("snapshot", 15))]),
+    "during-restart": (3, 1, 1, [("h1", ("step", 12)), ("h2", ("restart", 1))]),
+    "during-recovery": (3, 1, 3, [("h1", ("step", 12)), ("h2", ("resumed", 1))]),
+}
+
+
+def fail(msg):
+    print("FAILED: " + msg)
+    sys.exit(1)
+
+
+def trigger_test(trigger):
+    kind, n = trigger
+    if kind == "step":
+        return 'grep -q "^step *%d |" "$work/sup.log"' % n
+    if kind == "snapshot":  # the shard of step n written on h1, its copy not sent (the fault holds it)
+        return 'ls "$FLEXTP_HOSTS/local/h1/snap/step%06d-"*/*.shard >/dev/null 2>&1' % n
+    if kind == "restart":
+        return 'grep -q "^launch: restart %d of" "$work/sup.log"' % n
+    return '[ "$(grep -c "^snapshot: resuming" "$work/sup.log")" -ge %d ]' % n
+
+
+def supervised(work, hosts, slots, tp, kills, fault):
+    kill_lines = []
+    for host, trigger in kills:
+        kill_lines.append('until %s; do kill -0 $job 2>/dev/null || exit 0; sleep 0.02; done' % trigger_test(trigger))
+        kill_lines.append('echo "lost %s after: $(grep "^step *[0-9]* |" "$work/sup.log" | tail -1 | cut -c1-11)" >>"$work/kills"'
+                          % host)
+        kill_lines.append('scripts/hosts kill %s; rm -rf "$FLEXTP_HOSTS/local/%s"/*' % (host, host))
+    script = """set -u
+work=%s
+cd %s
+scripts/launch -n %d --restarts 3 %s -- %s/train %s --tp %d --snapshot-dir "$FLEXTP_HOST_DIR/snap" \\
+  --snapshot-every %d --save "$work/final.st" >"$work/sup.log" 2>"$work/sup.err" &
+job=$!
+(
+%s
+) &
+wait $job
+echo $? >"$work/status"
+wait
+""" % (work, REPO, hosts * slots, "-x FLEXTP_FAULT_SLOW_SNAPSHOT" if fault else "", BUILD, " ".join(MODEL), tp,
+       EVERY, "\n".join(kill_lines))
+    open(os.path.join(work, "inside.sh"), "w").write(script)
+    env = dict(os.environ)
+    if fault:
+        env["FLEXTP_FAULT_SLOW_SNAPSHOT"] = fault
+    r = subprocess.run([REPO + "/scripts/hosts", "-n", str(hosts), "--slots", str(slots), "--", "bash",
+                        os.path.join(work, "inside.sh")], env=env, timeout=240)
+    if r.returncode == 77:
+        sys.exit(77)
+    log = open(os.path.join(work, "sup.log")).read()
+    status = open(os.path.join(work, "status")).read().strip() if os.path.exists(os.path.join(work, "status")) else "?"
+    print("".join(l + "\n" for l in log.splitlines() if l.startswith(("launch:", "snapshot:"))), end="")
+    print(open(os.path.join(work, "kills")).read() if os.path.exists(os.path.join(work, "kills")) else "", end="")
+    if status != "0":
+        print(open(os.path.join(work, "sup.err")).read()[-3000:])
+        fail("the supervised job exited with %s" % status)
+    return log
+
+
+def attempts(log, hosts, slots, tp):
+    """[(ranks, tp, hosts, resumed step)] of each run that resumed (the first: step 0)."""
+    runs = [[hosts * slots, tp, ["h%d" % i for i in range(hosts)], 0]]
+    for line in log.splitlines():
+        m = re.match(r"launch: restart \d+ of \d+: .*new grid: (\d+) rank\(s\) on (.*), --tp (\d+),", line)
+        if m:
+            runs.append([int(m.group(1)), int(m.group(3)), m.group(2).split(", "), None])
+        m = re.match(r"snapshot: resuming step (\d+) ", line)
+        if m:
+            runs[-1][3] = int(m.group(1))
+        if line.startswith("snapshot: none complete"):
+            runs[-1][3] = 0
+    return [r for r in runs if r[3] is not None]  # a run lost before it resumed trained nothing
+
+
+def reference(work, runs, hosts, slots):
+    """The chain resumed by hand: the final weights' path."""
+    lines = ["set -eu", "cd " + REPO]
+    made = {}  # step -> checkpoint of it
+    final = None
+    for i, (ranks, tp, on, start) in enumerate(runs):
+        # The run whose steps lead to the next resumed step (a run resumed where the one before it
+        # did trained nothing that a later run kept).
+        if i + 1 < len(runs) and runs[i + 1][3] <= start:
+            continue
+        hostfile = os.path.join(work, "ref%d.hosts" % i)
+        open(hostfile, "w").write("".join("%s slots=%d\n" % (h, slots) for h in on))
+        load = []
+        if start > 0:
+            if start not in made:
+                fail("no checkpoint of step %d in the chain %s" % (start, runs))
+            load = ["--load", made[start]]
+        out = os.path.join(work, "ref%d.st" % i)
+        lines.append("scripts/launch -n %d --hostfile %s -- %s/train %s --tp %d --save %s --save-every %d %s "
+                     ">%s/ref%d.log 2>&1" % (ranks, hostfile, BUILD, " ".join(MODEL), tp, out, EVERY, " ".join(load),
+                                             work, i))
+        for s in range(start + EVERY, STEPS, EVERY):
+            made[s] = os.path.join(work, "ref%d-step%06d.st" % (i, s))
+        final = out
+    open(os.path.join(work, "ref.sh"), "w").write("\n".join(lines) + "\n")
+    r = subprocess.run([REPO + "/scripts/hosts", "-n", str(hosts), "--slots", str(slots), "--", "bash",
+                        os.path.join(work, "ref.sh")], timeout=240)
+    if r.returncode != 0:
+        for f in sorted(os.listdir(work)):
+            if f.startswith("ref") and f.endswith(".log"):
+                print(open(os.path.join(work, f)).read()[-2000:])
+        fail("a run of the chain resumed by hand exited with %d" % r.returncode)
+    return final
+
+
+def main():
+    global BUILD
+    BUILD, case = os.path.abspath(sys.argv[1]), sys.argv[2]
+    hosts, slots, tp, kills = CASES[case]
+    fault = None
+    if kills is None:
+        seed = int(os.environ.get("RECOVERY_SEED", random.randrange(1 << 30)))
+        step = random.Random(seed).randrange(3, STEPS - 8)
+        print("h1 lost after step %d (RECOVERY_SEED=%d)" % (step, seed))
+        kills = [("h1", ("step", step))]
+    if case == "during-snapshot":
+        fault = "15:2000"
+    work = tempfile.mkdtemp(prefix="flextp-recovery-")
+    try:
+        log = supervised(work, hosts, slots, tp, kills, fault)
+        runs = attempts(log, hosts, slots, tp)
+        print("runs (ranks, tp, hosts, resumed at): %s" % runs)
+        restarts = len(re.findall(r"^launch: restart \d+ of", log, re.M))
+        if restarts != len(kills):
+            fail("%d host(s) lost but %d restart(s)" % (len(kills), restarts))
+        # Steps lost: at most the snapshot interval and the copy's, twice to leave room for the
+        # kill landing after the next snapshot began.
+        reached = [int(m) for m in re.findall(r"^lost h1 after: step +(\d+)", open(os.path.join(work, "kills")).read(), re.M)]
+        if reached and runs[1][3] < reached[0] - 2 * EVERY:
+            fail("h1 was lost after step %d, but the job resumed at step %d" % (reached[0], runs[1][3]))
+        if case == "during-snapshot" and runs[1][3] != 10:
+            fail("the snapshot of step 15 was cut off by the loss of h1: step 10 should be resumed, not %d" % runs[1][3])
+        if case == "during-recovery" and runs[-1][3] != runs[1][3]:
+            fail("the second loss came before any new snapshot: the same step should be resumed")
+        final = reference(work, runs, hosts, slots)
+        diff = same_tensors.differences(os.path.join(work, "final.st"), final)
+        if diff:
+            fail("the final weights differ from the chain resumed by hand: " + diff)
+        print("passed: %s: %d restart(s), the same weights as the chain resumed by hand" % (case, restarts))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

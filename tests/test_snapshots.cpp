@@ -1,0 +1,205 @@
+// Snapshots for recovery after losing a host: shards assemble into the checkpoint a save would
+// write, bit for bit; the newest complete snapshot is chosen from what the hosts hold, and a shard
+// cut short, a missing shard or another snapshot's shard never makes one.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/safetensors.h"
+#include "core/temp_files.h"
+#include "nn/snapshot_shard.h"
+#include "optim/optimizer.h"
+#include "parallel/tp/partition.h"
+#include "parallel/tp/unit_gather.h"
+#include "tests/temp_dir.h"
+#include "train/snapshots.h"
+
+using namespace flextp;
+
+namespace {
+GPTConfig small() {
+  GPTConfig c;
+  c.vocab_size = 13;
+  c.vocab_unit = 4;
+  c.n_positions = 8;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 8;
+  c.mlp_unit = 8;
+  return c;
+}
+
+void train_a_little(GPT& m, Optimizer& opt) {
+  Tensor ids = Tensor::from_vector<int32_t>({1, 5, 12, 0, 3, 3, 7, 9}, {2, 4});
+  for (int i = 0; i < 3; ++i) {
+    m.loss(ids, ids).backward();
+    opt.step(m.parameters(), 1e-2);
+    for (Parameter* p : m.parameters()) p->value.zero_grad();
+  }
+}
+
+// Rank `rank` of `ranks` (an uneven split), holding `whole`'s values and state; its vocabulary
+// units in reverse order, as a migration can leave them.
+std::unique_ptr<GPT> rank_of(GPT& whole, const Partition& split, int rank) {
+  auto m = std::make_unique<GPT>(small(), LocalUnits::of_rank(small(), split, rank));
+  std::vector<Parameter*> from = whole.parameters(), to = m->parameters();
+  for (size_t i = 0; i < to.size(); ++i) {
+    Parameter& p = *to[i];
+    if (&p == &m->wte) std::reverse(p.units.begin(), p.units.end());
+    p.value = local_rows(p, from[i]->value).clone();
+    for (const auto& [slot, t] : from[i]->state) p.state[slot] = local_rows(p, t).clone();
+  }
+  return m;
+}
+
+std::string write_shard(const std::string& path, GPT& m, const Optimizer& opt, const TrainState& s, int rank, int ranks,
+                        int replica = 0, int replicas = 1) {
+  write_file_atomic(path, shard_bytes(m, opt, s, {rank, ranks, replica, replicas}));
+  return path;
+}
+}  // namespace
+
+TEST_CASE("the shards of a snapshot assemble into the checkpoint a save writes, bit for bit") {
+  test::TempDir dir("snap");
+  GPT whole(small());
+  AdamW opt({0.9, 0.999, 1e-8, 0.1});
+  train_a_little(whole, opt);
+  TrainState state{3, 42, {{"tokenizer", "byte"}}, "0123456789abcdef"};
+  save_checkpoint(dir.file("saved.st"), whole, &opt, state);
+
+  Partition split = Partition::proportional(unit_groups(small()), {1, 2});
+  std::vector<std::string> shards;
+  for (int r = 0; r < 2; ++r) {
+    std::unique_ptr<GPT> part = rank_of(whole, split, r);
+    shards.push_back(write_shard(dir.file("rank" + std::to_string(r)), *part, opt, state, r, 2));
+    ShardInfo info = read_shard_info(shards.back());
+    CHECK(info.step == 3);
+    CHECK(info.place == ShardPlace{r, 2, 0, 1});
+  }
+  AdamW fresh({0.9, 0.999, 1e-8, 0.1});
+  TrainState back = assemble_checkpoint(shards, fresh, dir.file("assembled.st"));
+  CHECK(back.step == 3);
+  CHECK(back.seed == 42);
+  CHECK(back.run_id == "0123456789abcdef");
+  CHECK(back.extra.at("tokenizer") == "byte");
+  for (const std::string tail : {"", ".state"}) {
+    SafetensorsFile a = read_safetensors(dir.file("saved.st" + tail)), b = read_safetensors(dir.file("assembled.st" + tail));
+    REQUIRE(a.tensors.size() == b.tensors.size());
+    for (const auto& [name, t] : a.tensors) {
+      INFO(name << tail);
+      REQUIRE(b.tensors.count(name));
+      CHECK(t.to_vector<float>() == b.tensors.at(name).to_vector<float>());
+    }
+    CHECK(a.metadata.at("step") == b.metadata.at("step"));
+  }
+  CHECK(read_safetensors(dir.file("assembled.st.state")).metadata.at("optimizer_steps") == "3");
+
+  // The second replica's shards (data parallel) make the same checkpoint; one of each replica, none.
+  std::vector<std::string> second;
+  for (int r = 0; r < 2; ++r) {
+    std::unique_ptr<GPT> part = rank_of(whole, split, r);
+    second.push_back(write_shard(dir.file("second" + std::to_string(r)), *part, opt, state, r, 2, 1, 2));
+  }
+  AdamW again({0.9, 0.999, 1e-8, 0.1});
+  assemble_checkpoint(second, again, dir.file("second.st"));
+  SafetensorsFile a = read_safetensors(dir.file("saved.st.state")), b = read_safetensors(dir.file("second.st.state"));
+  for (const auto& [name, t] : a.tensors) CHECK(t.to_vector<float>() == b.tensors.at(name).to_vector<float>());
+  std::string first_of_two = write_shard(dir.file("first0"), *rank_of(whole, split, 0), opt, state, 0, 2, 0, 2);
+  CHECK_THROWS_WITH(assemble_checkpoint({first_of_two, second[1]}, again, dir.file("mixed.st")),
+                    doctest::Contains("not one replica's"));
+}
+
+TEST_CASE("shards that do not make one snapshot are refused, naming the problem") {
+  test::TempDir dir("snapbad");
+  GPT whole(small());
+  AdamW opt({0.9, 0.999, 1e-8, 0.1});
+  train_a_little(whole, opt);
+  Partition split = Partition::even(unit_groups(small()), 2);
+  std::unique_ptr<GPT> r0 = rank_of(whole, split, 0), r1 = rank_of(whole, split, 1);
+  TrainState at3{3, 42, {}, "0123456789abcdef"}, at4{4, 42, {}, "0123456789abcdef"};
+  std::string a = write_shard(dir.file("a"), *r0, opt, at3, 0, 2), b = write_shard(dir.file("b"), *r1, opt, at3, 1, 2);
+  std::string b4 = write_shard(dir.file("b4"), *r1, opt, at4, 1, 2), a_again = write_shard(dir.file("a1"), *r0, opt, at3, 1, 2);
+  AdamW fresh({0.9, 0.999, 1e-8, 0.1});
+  CHECK_THROWS_WITH(assemble_checkpoint({a, b4}, fresh, dir.file("x.st")), doctest::Contains("not one replica's of one snapshot"));
+  CHECK_THROWS_WITH(assemble_checkpoint({a}, fresh, dir.file("x.st")), doctest::Contains("not rank 0 of 1"));
+  CHECK_THROWS_WITH(assemble_checkpoint({b, b}, fresh, dir.file("x.st")), doctest::Contains("holds rank 1 of 2, not rank 0"));
+  CHECK_THROWS_WITH(assemble_checkpoint({a_again, b}, fresh, dir.file("x.st")), doctest::Contains("holds rank 1 of 2, not rank 0"));
+  std::string half = write_shard(dir.file("half"), *r0, opt, at3, 0, 1);  // says it is a whole replica
+  CHECK_THROWS_WITH(assemble_checkpoint({half}, fresh, dir.file("x.st")), doctest::Contains("a shard is missing"));
+  SGD sgd({});
+  CHECK_THROWS_WITH(assemble_checkpoint({a, b}, sgd, dir.file("x.st")), doctest::Contains("the run uses sgd"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("x.st")));
+  // Cut short, as a write killed midway would leave it under a final name.
+  std::string bytes = shard_bytes(*r1, opt, at3, {1, 2, 0, 1});
+  std::string cut = dir.write("cut", bytes.substr(0, bytes.size() / 2));
+  CHECK_THROWS(read_shard_info(cut));
+  CHECK_THROWS(assemble_checkpoint({a, cut}, fresh, dir.file("x.st")));
+}
+
+TEST_CASE("a host lists only the snapshot files that read whole") {
+  test::TempDir dir("snaplist");
+  GPT whole(small());
+  AdamW opt({0.9, 0.999, 1e-8, 0.1});
+  train_a_little(whole, opt);
+  TrainState at20{20, 42, {}, "0123456789abcdef"};
+  std::filesystem::create_directories(dir.path / "step000020-aaaa");
+  std::filesystem::create_directories(dir.path / "step000010-aaaa");
+  std::filesystem::create_directories(dir.path / "other");
+  write_shard(dir.file("step000020-aaaa/replica0of1-rank0of1.shard"), whole, opt, at20, 0, 1);
+  write_shard(dir.file("step000010-aaaa/replica0of1-rank0of1.shard"), whole, opt, at20, 0, 1);  // its step is not 10
+  write_shard(dir.file("step000020-aaaa/replica1of2-rank0of1.shard"), whole, opt, at20, 0, 1);  // its place is not
+  std::string bytes = shard_bytes(whole, opt, at20, {0, 2, 0, 1});
+  dir.write("step000020-aaaa/replica0of1-rank1of2.shard", bytes.substr(0, bytes.size() - 100));  // cut short
+  dir.write("step000020-aaaa/replica0of1-rank0of2.shard.tmp.123", bytes);                          // a temporary
+  write_shard(dir.file("other/replica0of1-rank0of1.shard"), whole, opt, at20, 0, 1);              // not a snapshot's
+  save_checkpoint(dir.file("step000010-aaaa/whole.st"), whole, &opt, {10, 42, {}, "0123456789abcdef"});
+  std::filesystem::create_directories(dir.path / "step000030-aaaa");
+  save_checkpoint(dir.file("step000030-aaaa/whole.st"), whole, &opt, {30, 42, {}, "0123456789abcdef"});
+  std::filesystem::remove(dir.file("step000030-aaaa/whole.st.state"));  // weights without their state
+  CHECK(snapshot_files(dir.path.string()) ==
+        std::vector<std::string>{"step000010-aaaa/whole.st", "step000020-aaaa/replica0of1-rank0of1.shard"});
+  CHECK(snapshot_files(dir.file("missing")).empty());
+}
+
+TEST_CASE("the newest snapshot with one replica's every shard held somewhere is chosen") {
+  using Held = std::vector<std::vector<std::string>>;
+  auto shard = [](int step, const char* attempt, int replica, int replicas, int rank, int ranks) {
+    char name[96];
+    std::snprintf(name, sizeof name, "step%06d-%s/replica%dof%d-rank%dof%d.shard", step, attempt, replica, replicas, rank,
+                  ranks);
+    return std::string(name);
+  };
+  // Tensor parallel over 4 ranks on 3 hosts; h1 lost: its own shards of step 30 are gone, their
+  // copies on h2 did not arrive yet.
+  Held held{{shard(20, "a", 0, 1, 0, 4), shard(20, "a", 0, 1, 1, 4), shard(20, "a", 0, 1, 2, 4),
+             shard(30, "a", 0, 1, 0, 4), shard(30, "a", 0, 1, 1, 4)},
+            {},
+            {shard(20, "a", 0, 1, 3, 4), shard(30, "a", 0, 1, 3, 4)}};
+  std::optional<SnapshotChoice> c = newest_complete_snapshot(held);
+  REQUIRE(c);
+  CHECK(c->step == 20);
+  CHECK(c->name == "step000020-a");
+  CHECK_FALSE(c->whole);
+  CHECK(c->files == std::vector<std::string>{shard(20, "a", 0, 1, 0, 4), shard(20, "a", 0, 1, 1, 4),
+                                             shard(20, "a", 0, 1, 2, 4), shard(20, "a", 0, 1, 3, 4)});
+  held[2].push_back(shard(30, "a", 0, 1, 2, 4));  // the copy landed: 30 is complete
+  CHECK(newest_complete_snapshot(held)->step == 30);
+  // Two replicas of 2: one whole replica is enough, half of each is not.
+  c = newest_complete_snapshot({{shard(40, "a", 1, 2, 0, 2)}, {shard(40, "a", 1, 2, 1, 2), shard(40, "a", 0, 2, 0, 2)}});
+  REQUIRE(c);
+  CHECK(c->files == std::vector<std::string>{shard(40, "a", 1, 2, 0, 2), shard(40, "a", 1, 2, 1, 2)});
+  CHECK(newest_complete_snapshot({{shard(40, "a", 0, 2, 0, 2), shard(40, "a", 1, 2, 1, 2)}}) == std::nullopt);
+  // Another attempt's shards of the same step do not complete this one's.
+  CHECK(newest_complete_snapshot({{shard(40, "a", 0, 1, 0, 2), shard(40, "b", 0, 1, 1, 2)}}) == std::nullopt);
+  // An assembled checkpoint is a snapshot by itself, and preferred at the same step.
+  c = newest_complete_snapshot({{shard(40, "a", 0, 1, 0, 1)}, {"step000040-b/whole.st"}});
+  REQUIRE(c);
+  CHECK(c->whole);
+  CHECK(c->files == std::vector<std::string>{"step000040-b/whole.st"});
+  CHECK(newest_complete_snapshot({{shard(50, "a", 0, 1, 1, 2)}, {"step000040-b/whole.st"}})->step == 40);
+  CHECK(newest_complete_snapshot({{}, {}}) == std::nullopt);
+  CHECK(newest_complete_snapshot({{"garbage", "step-x/replica0of1-rank0of1.shard", "stepx-a/replica0of1-rank0of1.shard",
+                                   "step000010-a/replica0of1-rank0of1.shard.tmp.1", "step000010-a/replica0of1-rank1of1.shard"}}) ==
+        std::nullopt);
+}

@@ -1,0 +1,84 @@
+#pragma once
+// Snapshots for recovery after losing a host (--snapshot-dir, --snapshot-every). Every K steps
+// each rank writes its shard (nn/snapshot_shard.h) into its host's own directory and sends a copy
+// to a rank on the next host, which keeps it in its own; the copy travels while the next steps
+// compute, so that losing one host (its processes and its directory) loses at most K steps and the
+// copy's time. A run with --resume-snapshot (scripts/launch --restarts adds it) lists what the
+// hosts it runs on hold, takes the newest snapshot whose files are all there, assembles it into an
+// ordinary checkpoint on rank 0's host, copies that to every host and resumes from it as --load
+// would: the same curve (step, data position, seed, schedule).
+//
+// In the directory: step000020-1a2b3c4d/replica0of2-rank1of2.shard (a shard of the run attempt
+// 1a2b3c4d; a host holds its own ranks' and the previous host's) and step000020-1a2b3c4d/whole.st
+// (+ .state), the checkpoint a recovery assembled, itself a complete snapshot. With data
+// parallelism one replica's shards make a snapshot: losing hosts loses it only where no replica is
+// left whole.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nn/checkpoint.h"
+#include "nn/snapshot_shard.h"
+#include "optim/optimizer.h"
+#include "parallel/comm/mpi_communicator.h"
+#include "parallel/dp/grid.h"
+#include "train/log.h"
+#include "train/options.h"
+
+namespace flextp {
+
+// The files of snapshots that one host holds and that read whole (a shard that does not parse, a
+// checkpoint without its state, a temporary file: not listed), relative to `dir`.
+std::vector<std::string> snapshot_files(const std::string& dir);
+
+struct SnapshotChoice {
+  std::string name;                // "step000020-1a2b3c4d"
+  int64_t step = 0;
+  std::vector<std::string> files;  // relative to the directory: the shards in rank order, or the whole checkpoint
+  bool whole = false;
+};
+// The newest snapshot all of whose files some holder has (`held[h]`: holder h's snapshot_files):
+// the shards of every tensor-parallel rank of one replica, or an assembled checkpoint. None when
+// there is none.
+std::optional<SnapshotChoice> newest_complete_snapshot(const std::vector<std::vector<std::string>>& held);
+
+// Before training, on every rank (a collective over `mail`; null: one process). Without `resume`,
+// refuses a directory that holds snapshots on any host (another run's, or this one's to resume).
+// With it, restores the newest complete snapshot as above and returns the checkpoint to --load on
+// this host ("" when there is none: the run starts at step 0); `said` gets the log's line.
+std::string prepare_snapshots(const CheckpointOptions& o, Optimizer& fresh, ByteMail* mail,
+                              const std::vector<std::string>& hosts, std::string& said);
+
+class Snapshots {
+ public:
+  // `state`: the run's identity and metadata (its step is set at each snapshot); `mail` null: one
+  // process, no copy.
+  Snapshots(const CheckpointOptions& o, GPT& model, const Optimizer& opt, TrainState state, ByteMail* mail,
+            const std::vector<std::string>& hosts, const Grid& grid, TrainLog& log, int64_t start);
+  ~Snapshots();
+  // After each step: takes a snapshot every K steps (not after the last), else moves the copies on.
+  void after_step(int64_t step, bool last);
+  // Waits for the copies still travelling.
+  void finish();
+
+ private:
+  void take(int64_t step);
+  void keep_letters(const std::vector<ByteMail::Letter>& letters);
+
+  const CheckpointOptions& o_;
+  GPT& model_;
+  const Optimizer& opt_;
+  TrainState state_;
+  ByteMail* mail_;
+  TrainLog& log_;
+  ShardPlace place_;
+  int rank_ = 0, ranks_ = 1, partner_ = -1;
+  std::vector<int> senders_;  // the ranks whose partner this rank is
+  bool host_lead_ = true;     // the first rank of its host: it prunes the host's directory
+  std::string attempt_, current_;
+  int64_t kept_from_ = 0;     // snapshots of earlier steps are pruned
+};
+
+}  // namespace flextp
