@@ -207,14 +207,13 @@ std::string prepare_snapshots(const CheckpointOptions& o, Optimizer& fresh, Byte
           break;
         }
   std::set<int> from_hosts{0};
-  std::map<int64_t, std::string> arriving;  // expectation -> file
-  for (const auto& [holder, f] : to_rank0) {
-    from_hosts.insert(holder);
-    if (rank == holder) mail->send(0, read_bytes((dir / f).string()));
-    if (rank == 0) arriving[mail->expect(holder)] = f;
+  for (size_t i = 0; i < to_rank0.size(); ++i) {  // labelled by their place in the list
+    from_hosts.insert(to_rank0[i].first);
+    if (rank == to_rank0[i].first) mail->send(0, static_cast<int>(i), read_bytes((dir / to_rank0[i].second).string()));
+    if (rank == 0) mail->expect(to_rank0[i].first, static_cast<int>(i));
   }
   if (mail)
-    for (const ByteMail::Letter& l : mail->finish()) keep_file((dir / arriving.at(l.id)).string(), l.bytes);
+    for (const ByteMail::Letter& l : mail->finish()) keep_file((dir / to_rank0[l.label].second).string(), l.bytes);
   const std::string whole = choice->name + "/" + kWhole, whole_path = (dir / whole).string();
   if (rank == 0 && !choice->whole) {
     std::vector<std::string> shards;
@@ -222,19 +221,19 @@ std::string prepare_snapshots(const CheckpointOptions& o, Optimizer& fresh, Byte
     assemble_checkpoint(shards, fresh, whole_path);
   }
   int copies = 0;
-  std::map<int64_t, std::string> copied;  // expectation -> file
+  const std::vector<std::string> pair{whole_path + ".state", whole_path};  // labels 0 and 1
   for (int l : leads) {
     if (l == 0 || (choice->whole && holds(held[l], whole))) continue;
     ++copies;
-    for (const std::string& f : {whole_path + ".state", whole_path}) {  // the state first, as a save writes them
-      if (rank == 0) mail->send(l, read_bytes(f));
-      if (rank == l) copied[mail->expect(0)] = f;
+    for (int label : {0, 1}) {
+      if (rank == 0) mail->send(l, label, read_bytes(pair[label]));
+      if (rank == l) mail->expect(0, label);
     }
   }
   if (mail) {
     std::vector<ByteMail::Letter> letters = mail->finish();
-    std::sort(letters.begin(), letters.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
-    for (const ByteMail::Letter& l : letters) keep_file(copied.at(l.id), l.bytes);
+    std::sort(letters.begin(), letters.end(), [](const auto& a, const auto& b) { return a.label < b.label; });
+    for (const ByteMail::Letter& l : letters) keep_file(pair[l.label], l.bytes);  // the state first, as a save
     mail->barrier();
   }
   std::string sources;
@@ -308,8 +307,8 @@ void Snapshots::take(int64_t step) {
   // snapshot of that step open for MS ms, its own shard written and no copy sent yet.
   if (const char* fault = std::getenv("FLEXTP_FAULT_SLOW_SNAPSHOT"); fault && std::atoll(fault) == step)
     if (const char* ms = std::strchr(fault, ':')) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms + 1)));
-  if (partner_ >= 0) mail_->send(partner_, std::move(bytes));
-  for (int s : senders_) mail_->expect(s);
+  if (partner_ >= 0) mail_->send(partner_, 0, std::move(bytes));
+  for (int s : senders_) mail_->expect(s, 0);
   log_.say("step %5lld | snapshot: %.2f MB a rank, %.1f ms%s\n", (long long)step, mb, now_ms() - t0,
            partner_ >= 0 ? "; its copy goes to the next host during the next steps" : "");
 }

@@ -229,20 +229,22 @@ struct ByteMail::Pending {
     MPI_Request request;
   };
   struct In {
-    int from;
-    int64_t id;
+    int from, label;
     bool matched = false;
     std::string bytes;
     MPI_Request request = MPI_REQUEST_NULL;
   };
   std::vector<std::unique_ptr<Out>> out;  // stable addresses: MPI holds them until done
   std::vector<std::unique_ptr<In>> in;
-  int64_t expected = 0;
 };
 
 namespace {
-constexpr int kLetterTag = 11;
+constexpr int kLetterTag = 100;  // + the label
+int letter_tag(int label) {
+  FLEXTP_CHECK(label >= 0 && label <= 30000, "ByteMail: label ", label, " is outside 0..30000");
+  return kLetterTag + label;
 }
+}  // namespace
 
 ByteMail::ByteMail() : p_(std::make_unique<Pending>()) {
   FLEXTP_CHECK(MpiRuntime::active(), "ByteMail: MPI is not initialised");
@@ -283,20 +285,19 @@ std::vector<std::string> ByteMail::all_gather(const std::string& mine) {
 
 void ByteMail::barrier() { FLEXTP_MPI(MPI_Barrier(p_->comm)); }
 
-void ByteMail::send(int to, std::string bytes) {
+void ByteMail::send(int to, int label, std::string bytes) {
   auto o = std::make_unique<Pending::Out>();
   o->bytes = std::move(bytes);
   FLEXTP_MPI(MPI_Isend(o->bytes.data(), as_count(static_cast<int64_t>(o->bytes.size()), "ByteMail::send"), MPI_BYTE,
-                       to, kLetterTag, p_->comm, &o->request));
+                       to, letter_tag(label), p_->comm, &o->request));
   p_->out.push_back(std::move(o));
 }
 
-int64_t ByteMail::expect(int from) {
+void ByteMail::expect(int from, int label) {
   auto i = std::make_unique<Pending::In>();
-  i->from = from;
-  const int64_t id = i->id = p_->expected++;
+  i->from = from, i->label = label;
+  letter_tag(label);
   p_->in.push_back(std::move(i));
-  return id;
 }
 
 std::vector<ByteMail::Letter> ByteMail::progress() {
@@ -315,7 +316,7 @@ std::vector<ByteMail::Letter> ByteMail::progress() {
       int found = 0;
       MPI_Message message;
       MPI_Status status;
-      FLEXTP_MPI(MPI_Improbe(i.from, kLetterTag, p_->comm, &found, &message, &status));
+      FLEXTP_MPI(MPI_Improbe(i.from, letter_tag(i.label), p_->comm, &found, &message, &status));
       if (found) {
         int count = 0;
         MPI_Get_count(&status, MPI_BYTE, &count);
@@ -327,7 +328,7 @@ std::vector<ByteMail::Letter> ByteMail::progress() {
     int done = 0;
     if (i.matched) FLEXTP_MPI(MPI_Test(&i.request, &done, MPI_STATUS_IGNORE));
     if (done) {
-      arrived.push_back({i.from, i.id, std::move(i.bytes)});
+      arrived.push_back({i.from, i.label, std::move(i.bytes)});
       p_->in.erase(p_->in.begin() + k);
     } else {
       ++k;

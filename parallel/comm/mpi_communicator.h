@@ -52,14 +52,13 @@ class ByteMail {
   std::vector<std::string> all_gather(const std::string& mine);
   void barrier();
   struct Letter {
-    int from;
-    int64_t id;  // what expect() returned for it
+    int from, label;
     std::string bytes;
   };
-  // Starts sending `bytes` to rank `to`. Expects one message (of any size) from rank `from`: the
-  // messages of one sender match the expectations in the order both were made.
-  void send(int to, std::string bytes);
-  int64_t expect(int from);
+  // Starts sending `bytes` to rank `to`; expects one message (of any size) from rank `from`. The
+  // label (0 to 30000) tells a sender's messages apart, whatever order they arrive in.
+  void send(int to, int label, std::string bytes);
+  void expect(int from, int label);
   // Moves what can move without waiting; returns the messages that arrived since the last call.
   std::vector<Letter> progress();
   // Waits until everything sent has left and everything expected has arrived; returns those.

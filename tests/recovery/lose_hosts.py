@@ -8,7 +8,8 @@ supervisor resumed at.
 
   tests/recovery/lose_hosts.py BUILD_DIR CASE      (exit 77: the hosts cannot be made here)
 
-CASE: random-step (2 hosts x 2 slots, a replica on each, h1 lost at a random step),
+CASE: random-step (2 hosts x 2 slots, a replica on each, h1 lost at a random step), random-steps
+(3 hosts x 1 slot, tensor parallel across them: h1 lost at a random step, h2 at a later one),
 during-snapshot (2 hosts x 1 slot, tensor parallel across them: h1 lost while the snapshot of step
 15 is being written, its shard on h1 and its copy not sent: step 10 is resumed), during-restart (3 hosts x 1 slot,
 3 replicas: h1 lost, then h2 while the job restarts: h0's replica alone is a snapshot),
@@ -35,6 +36,7 @@ CASES = {
     # ("snapshot", N): h1 holds the snapshot of step N being written; ("restart", R): the
     # supervisor announced restart R; ("resumed", R): R runs have resumed a snapshot.
     "random-step": (2, 2, 2, None),
+    "random-steps": (3, 1, 3, None),
     "during-snapshot": (2, 1, 2, [("h1", ("snapshot", 15))]),
     "during-restart": (3, 1, 1, [("h1", ("step", 12)), ("h2", ("restart", 1))]),
     "during-recovery": (3, 1, 3, [("h1", ("step", 12)), ("h2", ("resumed", 1))]),
@@ -52,6 +54,8 @@ def trigger_test(trigger):
         return 'grep -q "^step *%d |" "$work/sup.log"' % n
     if kind == "snapshot":  # the shard of step n written on h1, its copy not sent (the fault holds it)
         return 'ls "$FLEXTP_HOSTS/local/h1/snap/step%06d-"*/*.shard >/dev/null 2>&1' % n
+    if kind == "step-after-restart":  # step n logged by the job restarted once
+        return 'awk \'/^launch: restart 1 of/ { r = 1 } r && /^step +%d \\|/ { f = 1 } END { exit !f }\' "$work/sup.log"' % n
     if kind == "restart":
         return 'grep -q "^launch: restart %d of" "$work/sup.log"' % n
     return '[ "$(grep -c "^snapshot: resuming" "$work/sup.log")" -ge %d ]' % n
@@ -153,9 +157,12 @@ def main():
     fault = None
     if kills is None:
         seed = int(os.environ.get("RECOVERY_SEED", random.randrange(1 << 30)))
-        step = random.Random(seed).randrange(3, STEPS - 8)
-        print("h1 lost after step %d (RECOVERY_SEED=%d)" % (step, seed))
+        rng = random.Random(seed)
+        step = rng.randrange(3, STEPS - 12)
         kills = [("h1", ("step", step))]
+        if hosts == 3:
+            kills.append(("h2", ("step-after-restart", rng.randrange(step + 2, STEPS - 4))))
+        print("lost: %s (RECOVERY_SEED=%d)" % (", ".join("%s after step %d" % (h, t[1]) for h, t in kills), seed))
     if case == "during-snapshot":
         fault = "15:2000"
     work = tempfile.mkdtemp(prefix="flextp-recovery-")
@@ -166,11 +173,13 @@ def main():
         restarts = len(re.findall(r"^launch: restart \d+ of", log, re.M))
         if restarts != len(kills):
             fail("%d host(s) lost but %d restart(s)" % (len(kills), restarts))
-        # Steps lost: at most the snapshot interval and the copy's, twice to leave room for the
-        # kill landing after the next snapshot began.
+        # Steps lost: those since the last snapshot before the loss, where h0 holds a whole replica
+        # of it; where h1's shards are needed, their copies may still have been on the way (one
+        # snapshot more).
         reached = [int(m) for m in re.findall(r"^lost h1 after: step +(\d+)", open(os.path.join(work, "kills")).read(), re.M)]
-        if reached and runs[1][3] < reached[0] - 2 * EVERY:
-            fail("h1 was lost after step %d, but the job resumed at step %d" % (reached[0], runs[1][3]))
+        oldest = reached[0] // EVERY * EVERY - (0 if tp <= slots else EVERY) if reached else 0
+        if runs[1][3] < oldest:
+            fail("h1 was lost after step %d, but the job resumed at step %d, not %d or later" % (reached[0], runs[1][3], oldest))
         if case == "during-snapshot" and runs[1][3] != 10:
             fail("the snapshot of step 15 was cut off by the loss of h1: step 10 should be resumed, not %d" % runs[1][3])
         if case == "during-recovery" and runs[-1][3] != runs[1][3]:
