@@ -204,7 +204,7 @@ bool fault_now(const char* variable, int count) {
 }
 }  // namespace
 
-void write_file_atomic(const std::string& path, const std::string& bytes) {
+void write_file_atomic(const std::string& path, const std::string& bytes, bool durable) {
   static int writes = 0;
   const int this_write = ++writes;
   remove_stale_temporaries(path);  // of earlier saves killed mid-write
@@ -223,7 +223,7 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
     done += static_cast<size_t>(n);
     if (done >= bytes.size() / 2 && fault_now("FLEXTP_FAULT_KILL_IN_WRITE", this_write)) ::kill(::getpid(), SIGKILL);
   }
-  bool synced = ::fsync(fd) == 0;
+  bool synced = !durable || ::fsync(fd) == 0;
   ::close(fd);
   if (!synced || std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::string why = errno_text();
@@ -233,7 +233,7 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   // The rename itself must reach the disk for the new file to survive a power cut.
   size_t slash = path.find_last_of('/');
   std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  int dfd = durable ? ::open(dir.c_str(), O_RDONLY | O_DIRECTORY) : -1;
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);

@@ -28,7 +28,9 @@ SafetensorsFile read_safetensors(const std::string& path);
 // The __metadata__ of a safetensors file, reading its header only.
 std::map<std::string, std::string> read_safetensors_metadata(const std::string& path);
 
-// Writes `bytes` to path through a temporary file, fsync and rename.
-void write_file_atomic(const std::string& path, const std::string& bytes);
+// Writes `bytes` to path through a temporary file, fsync and rename. Without `durable` the fsyncs
+// are left out: the file is whole or absent after a killed process, not after a power cut (a
+// snapshot's shard, which guards against losing a host, has a copy on another).
+void write_file_atomic(const std::string& path, const std::string& bytes, bool durable = true);
 
 }  // namespace flextp

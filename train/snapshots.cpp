@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <set>
 #include <sstream>
@@ -209,7 +210,8 @@ std::string prepare_snapshots(const CheckpointOptions& o, Optimizer& fresh, Byte
   std::set<int> from_hosts{0};
   for (size_t i = 0; i < to_rank0.size(); ++i) {  // labelled by their place in the list
     from_hosts.insert(to_rank0[i].first);
-    if (rank == to_rank0[i].first) mail->send(0, static_cast<int>(i), read_bytes((dir / to_rank0[i].second).string()));
+    if (rank == to_rank0[i].first)
+      mail->send(0, static_cast<int>(i), std::make_shared<const std::string>(read_bytes((dir / to_rank0[i].second).string())));
     if (rank == 0) mail->expect(to_rank0[i].first, static_cast<int>(i));
   }
   if (mail)
@@ -226,7 +228,7 @@ std::string prepare_snapshots(const CheckpointOptions& o, Optimizer& fresh, Byte
     if (l == 0 || (choice->whole && holds(held[l], whole))) continue;
     ++copies;
     for (int label : {0, 1}) {
-      if (rank == 0) mail->send(l, label, read_bytes(pair[label]));
+      if (rank == 0) mail->send(l, label, std::make_shared<const std::string>(read_bytes(pair[label])));
       if (rank == l) mail->expect(0, label);
     }
   }
@@ -255,10 +257,13 @@ Snapshots::Snapshots(const CheckpointOptions& o, GPT& model, const Optimizer& op
   rank_ = mail ? mail->rank() : 0, ranks_ = mail ? mail->size() : 1;
   std::vector<std::vector<int>> by = ranks_by_host(hosts, ranks_);
   const int m = static_cast<int>(by.size());
+  // Replicas hold the same values: replica 0's ranks write shards and send copies, the others
+  // only keep the copies they are sent (one shard of each unit, twice, for half the work).
   for (int j = 0; j < m; ++j)
     for (size_t i = 0; i < by[j].size(); ++i) {
       const std::vector<int>& next = by[(j + 1) % m];
-      int partner = m > 1 ? next[i % next.size()] : -1;  // the same place on the next host
+      const bool writes = by[j][i] < grid.tp;  // world rank r is in replica r / tp
+      int partner = m > 1 && writes ? next[i % next.size()] : -1;  // the same place on the next host
       if (by[j][i] == rank_) partner_ = partner, host_lead_ = i == 0;
       if (partner == rank_) senders_.push_back(by[j][i]);
     }
@@ -276,20 +281,28 @@ Snapshots::Snapshots(const CheckpointOptions& o, GPT& model, const Optimizer& op
 
 Snapshots::~Snapshots() = default;
 
-void Snapshots::keep_letters(const std::vector<ByteMail::Letter>& letters) {
-  for (const ByteMail::Letter& l : letters)  // world rank r is rank r % tp of replica r / tp
-    write_file_atomic((fs::path(current_) / shard_name({l.from % place_.ranks, place_.ranks, l.from / place_.ranks,
-                                                        place_.replicas}))
-                          .string(),
-                      l.bytes);
+void Snapshots::write_later(const std::string& path, std::shared_ptr<const std::string> bytes) {
+  writes_.push_back(std::async(std::launch::async, [path, bytes] { write_file_atomic(path, *bytes, false); }));
+}
+
+void Snapshots::wait_writes() {
+  for (std::future<void>& w : writes_) w.get();  // a write's error (a full disk) ends the run here
+  writes_.clear();
+}
+
+void Snapshots::keep_letters(std::vector<ByteMail::Letter> letters) {
+  for (ByteMail::Letter& l : letters)  // world rank r is rank r % tp of replica r / tp
+    write_later((fs::path(current_) / shard_name({l.from % place_.ranks, place_.ranks, l.from / place_.ranks,
+                                                  place_.replicas}))
+                    .string(),
+                std::make_shared<const std::string>(std::move(l.bytes)));
 }
 
 void Snapshots::take(int64_t step) {
   const double t0 = now_ms();
-  if (mail_) {
-    keep_letters(mail_->finish());
-    mail_->barrier();  // every copy of the last snapshot has landed: it is complete on the hosts
-  }
+  if (mail_) keep_letters(mail_->finish());
+  wait_writes();
+  if (mail_) mail_->barrier();  // every copy of the last snapshot is on disk: it is complete on the hosts
   std::error_code ec;
   if (host_lead_)  // keep the last complete snapshot (and newer ones of other attempts) until this one is
     for (const fs::directory_entry& d : fs::directory_iterator(o_.snapshot_dir, ec)) {
@@ -300,17 +313,21 @@ void Snapshots::take(int64_t step) {
   current_ = (fs::path(o_.snapshot_dir) / snapshot_name(step, attempt_)).string();
   make_directories(current_);
   state_.step = step;
-  std::string bytes = shard_bytes(model_, opt_, state_, place_);
-  const double mb = bytes.size() / 1e6;
-  write_file_atomic((fs::path(current_) / shard_name(place_)).string(), bytes);
+  for (int s : senders_) mail_->expect(s, 0);
+  if (place_.replica != 0) return;  // it keeps copies only
+  // Written to disk and sent to the next host while the next steps compute: the step waits only
+  // for the bytes to be gathered.
+  auto bytes = std::make_shared<const std::string>(shard_bytes(model_, opt_, state_, place_));
+  write_later((fs::path(current_) / shard_name(place_)).string(), bytes);
   // For the tests of a host lost during a snapshot: FLEXTP_FAULT_SLOW_SNAPSHOT=STEP:MS holds the
   // snapshot of that step open for MS ms, its own shard written and no copy sent yet.
-  if (const char* fault = std::getenv("FLEXTP_FAULT_SLOW_SNAPSHOT"); fault && std::atoll(fault) == step)
+  if (const char* fault = std::getenv("FLEXTP_FAULT_SLOW_SNAPSHOT"); fault && std::atoll(fault) == step) {
+    wait_writes();
     if (const char* ms = std::strchr(fault, ':')) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms + 1)));
-  if (partner_ >= 0) mail_->send(partner_, 0, std::move(bytes));
-  for (int s : senders_) mail_->expect(s, 0);
-  log_.say("step %5lld | snapshot: %.2f MB a rank, %.1f ms%s\n", (long long)step, mb, now_ms() - t0,
-           partner_ >= 0 ? "; its copy goes to the next host during the next steps" : "");
+  }
+  if (partner_ >= 0) mail_->send(partner_, 0, bytes);
+  log_.say("step %5lld | snapshot: %.2f MB a rank, %.1f ms%s\n", (long long)step, bytes->size() / 1e6, now_ms() - t0,
+           partner_ >= 0 ? "; written and copied to the next host during the next steps" : "; written during the next steps");
 }
 
 void Snapshots::after_step(int64_t step, bool last) {
@@ -323,6 +340,7 @@ void Snapshots::after_step(int64_t step, bool last) {
 
 void Snapshots::finish() {
   if (!o_.snapshot_dir.empty() && mail_) keep_letters(mail_->finish());
+  wait_writes();
 }
 
 }  // namespace flextp

@@ -14,6 +14,7 @@
 // parallelism one replica's shards make a snapshot: losing hosts loses it only where no replica is
 // left whole.
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,7 +66,10 @@ class Snapshots {
 
  private:
   void take(int64_t step);
-  void keep_letters(const std::vector<ByteMail::Letter>& letters);
+  void keep_letters(std::vector<ByteMail::Letter> letters);
+  // Files are written by threads of their own while the steps go on (no MPI in them).
+  void write_later(const std::string& path, std::shared_ptr<const std::string> bytes);
+  void wait_writes();
 
   const CheckpointOptions& o_;
   GPT& model_;
@@ -79,6 +83,7 @@ class Snapshots {
   bool host_lead_ = true;     // the first rank of its host: it prunes the host's directory
   std::string attempt_, current_;
   int64_t kept_from_ = 0;     // snapshots of earlier steps are pruned
+  std::vector<std::future<void>> writes_;
 };
 
 }  // namespace flextp

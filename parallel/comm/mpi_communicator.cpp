@@ -225,7 +225,7 @@ struct ByteMail::Pending {
   MPI_Comm comm;
   int rank = 0, size = 1;
   struct Out {
-    std::string bytes;
+    std::shared_ptr<const std::string> bytes;  // also being written to disk, perhaps
     MPI_Request request;
   };
   struct In {
@@ -285,10 +285,10 @@ std::vector<std::string> ByteMail::all_gather(const std::string& mine) {
 
 void ByteMail::barrier() { FLEXTP_MPI(MPI_Barrier(p_->comm)); }
 
-void ByteMail::send(int to, int label, std::string bytes) {
+void ByteMail::send(int to, int label, std::shared_ptr<const std::string> bytes) {
   auto o = std::make_unique<Pending::Out>();
   o->bytes = std::move(bytes);
-  FLEXTP_MPI(MPI_Isend(o->bytes.data(), as_count(static_cast<int64_t>(o->bytes.size()), "ByteMail::send"), MPI_BYTE,
+  FLEXTP_MPI(MPI_Isend(o->bytes->data(), as_count(static_cast<int64_t>(o->bytes->size()), "ByteMail::send"), MPI_BYTE,
                        to, letter_tag(label), p_->comm, &o->request));
   p_->out.push_back(std::move(o));
 }

@@ -57,7 +57,7 @@ class ByteMail {
   };
   // Starts sending `bytes` to rank `to`; expects one message (of any size) from rank `from`. The
   // label (0 to 30000) tells a sender's messages apart, whatever order they arrive in.
-  void send(int to, int label, std::string bytes);
+  void send(int to, int label, std::shared_ptr<const std::string> bytes);
   void expect(int from, int label);
   // Moves what can move without waiting; returns the messages that arrived since the last call.
   std::vector<Letter> progress();

@@ -36,7 +36,7 @@ int ByteMail::rank() const { return 0; }
 int ByteMail::size() const { return 1; }
 std::vector<std::string> ByteMail::all_gather(const std::string& mine) { return {mine}; }
 void ByteMail::barrier() {}
-void ByteMail::send(int, int, std::string) { FLEXTP_FAIL(kNoMpi); }
+void ByteMail::send(int, int, std::shared_ptr<const std::string>) { FLEXTP_FAIL(kNoMpi); }
 void ByteMail::expect(int, int) { FLEXTP_FAIL(kNoMpi); }
 std::vector<ByteMail::Letter> ByteMail::progress() { return {}; }
 std::vector<ByteMail::Letter> ByteMail::finish() { return {}; }

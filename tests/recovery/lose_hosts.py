@@ -29,7 +29,9 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 STEPS, EVERY = 40, 5
 MODEL = ["--n-layer", "2", "--n-embd", "64", "--n-head", "4", "--seq-len", "32", "--batch", "12", "--micro-batch", "2",
          "--steps", str(STEPS), "--eval-batches", "1", "--eval-every", "1000", "--log-every", "1", "--dp-shares", "even",
-         "--seed", "7"]
+         "--seed", "7", "--comm", "allreduce"]
+# --comm allreduce: with --comm auto a run picks its reduction from timings, and on 3 ranks another
+# pick sums in another order (other bits); --dp-shares even: no split by measured speed either.
 
 CASES = {
     # hosts, slots, tp, kills: (host, trigger); a trigger is ("step", N): the log reached step N;
