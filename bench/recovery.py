@@ -2,20 +2,22 @@
 """Losing a host, measured (docs/results.md, "Losing a host"). On 2 hosts x 2 slots of
 scripts/hosts, a 2 x 2 grid (tensor parallel inside a host):
 
-  cost      the same run without snapshots and with --snapshot-every K for each K: the wall time
-            of the steps (snapshots included) and what a snapshot adds, in steps;
+  cost      a run with --snapshot-every K for each K: a snapshot's blocking part, and how much
+            slower the steps after it are (its copy and its writes go on there) than the run's
+            other steps;
   recovery  scripts/launch --restarts 1 with the default K; h1 is lost (kill -9 of all its
             processes, its link down, its local directory deleted) after step --kill-at: the time
             from the loss to the first step after the restart, and the steps lost;
   by hand   the same loss met by a person who restarts from the last --save-every checkpoint: the
             time from `train --load` to its first step, and the steps lost since that checkpoint.
 
-  python3 bench/recovery.py [--build build] [--steps 60] [--every 5,10,20,50] [--reps 3] [--kill-at 33]
+  python3 bench/recovery.py [--build build] [--steps 60] [--every 5,10,20,50] [--kill-at 33]
 
 Needs root and network namespaces (scripts/hosts).
 """
 import argparse
 import os
+import json
 import re
 import statistics
 import subprocess
@@ -48,44 +50,36 @@ def main():
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--every", default="5,10,20,50")
     ap.add_argument("--kill-at", type=int, default=33)
-    ap.add_argument("--reps", type=int, default=3)
     a = ap.parse_args()
     train = os.path.abspath(a.build) + "/train"
     model = MODEL + ["--steps", str(a.steps)]
     work = tempfile.mkdtemp(prefix="flextp-bench-recovery-")
 
-    # cost: one hosts session, the runs interleaved and repeated (shared cores: medians of --reps)
-    runs = ["none"] + a.every.split(",")
+    # cost: within each run, the steps right after a snapshot (its copy and its writes go on
+    # there) against the run's other steps: the shared cores' drift between runs cancels out
     lines = []
-    for rep in range(a.reps):
-        for k in runs:
-            snap = "" if k == "none" else '--snapshot-dir "$FLEXTP_HOST_DIR/snap%s-%d" --snapshot-every %s' % (k, rep, k)
-            lines.append('scripts/launch -n 4 -- %s %s --no-save %s >%s/cost-%s-%d.log 2>&1 || exit 1'
-                         % (train, " ".join(model), snap, work, k, rep))
+    for k in a.every.split(","):
+        lines.append('scripts/launch -n 4 -- %s %s --no-save --snapshot-dir "$FLEXTP_HOST_DIR/snap%s" --snapshot-every %s '
+                     '--metrics %s/cost-%s.jsonl >%s/cost-%s.log 2>&1 || exit 1' % (train, " ".join(model), k, k, work, k, work, k))
     if on_hosts("\n".join(lines), work) != 0:
         sys.exit("a run failed: see %s" % work)
-    walls, blocking, mb = {}, {}, {}
-    for k in runs:
-        walls[k], blocking[k] = [], []
-        for rep in range(a.reps):
-            log = open("%s/cost-%s-%d.log" % (work, k, rep)).read()
-            done = re.search(r"^done: (\d+) steps in ([^;]+);", log, re.M)
-            walls[k].append(seconds(done.group(2)))
-            blocking[k] += [float(x) for x in re.findall(r"snapshot: [\d.]+ MB a rank, ([\d.]+) ms", log)]
-            m = re.search(r"snapshot: ([\d.]+) MB a rank", log)
-            mb[k] = m.group(1) if m else ""
-    base = statistics.median(walls["none"]) * 1000 / a.steps
-    print("| snapshots | steps' wall time (median of %d; each) | a snapshot's blocking part | a snapshot adds | "
-          "%% of a step at this K |" % a.reps)
-    print("|---|---|---|---|---|")
-    print("| none | %.1f s (%s); %.0f ms a step | | | |" % (statistics.median(walls["none"]),
-                                                        ", ".join("%.1f" % w for w in walls["none"]), base))
-    for k in runs[1:]:
-        n = (a.steps - 1) // int(k)  # none after the last step
-        added = (statistics.median(walls[k]) * 1000 - base * a.steps) / n
-        print("| every %s (%d a run, %s MB a rank) | %.1f s (%s) | %.0f ms | %.0f ms (%.2f steps) | %.1f%% |" % (
-            k, n, mb[k], statistics.median(walls[k]), ", ".join("%.1f" % w for w in walls[k]),
-            statistics.median(blocking[k]), added, added / base, 100 * added / base / int(k)))
+    after = 3  # steps after a snapshot that carry its copy and writes
+    print("| --snapshot-every | shard a rank | a step, other steps (median) | a snapshot's blocking part | "
+          "the %d steps after it, over the median | a snapshot costs | %% of the steps at this K |" % after)
+    print("|---|---|---|---|---|---|---|")
+    for k in a.every.split(","):
+        k = int(k)
+        ms = {j["step"]: j["ms"] for j in map(json.loads, open("%s/cost-%d.jsonl" % (work, k))) if "ms" in j}
+        log = open("%s/cost-%d.log" % (work, k)).read()
+        blocking = [float(x) for x in re.findall(r"snapshot: [\d.]+ MB a rank, ([\d.]+) ms", log)]
+        mb = re.search(r"snapshot: ([\d.]+) MB a rank", log).group(1)
+        snaps = [s for s in range(k, a.steps, k)]
+        near = {s + j for s in snaps for j in range(1, after + 1)}
+        median = statistics.median(v for step, v in ms.items() if step not in near and step > 2)
+        excess = statistics.mean(sum(ms.get(s + j, median) - median for j in range(1, after + 1)) for s in snaps)
+        cost = statistics.mean(blocking) + excess
+        print("| %d | %s MB | %.0f ms | %.0f ms | %+.0f ms | %.0f ms (%.2f steps) | %.1f%% |" % (
+            k, mb, median, statistics.mean(blocking), excess, cost, cost / median, 100 * cost / median / k))
 
     # recovery, supervised, and by hand
     k = 10

@@ -12,6 +12,7 @@
 #include "optim/optimizer.h"
 #include "parallel/tp/partition.h"
 #include "parallel/tp/unit_gather.h"
+#include "tests/run_command.h"
 #include "tests/temp_dir.h"
 #include "train/snapshots.h"
 
@@ -202,4 +203,52 @@ TEST_CASE("the newest snapshot with one replica's every shard held somewhere is 
   CHECK(newest_complete_snapshot({{"garbage", "step-x/replica0of1-rank0of1.shard", "stepx-a/replica0of1-rank0of1.shard",
                                    "step000010-a/replica0of1-rank0of1.shard.tmp.1", "step000010-a/replica0of1-rank1of1.shard"}}) ==
         std::nullopt);
+}
+
+TEST_CASE("train's snapshots on one process: refused where they cannot work, resumed where they are") {
+  test::TempDir dir("snaptrain");
+  const std::string base = test::train_binary() + " " + test::kTiny + " --data " + test::corpus(dir) + " --seed 7 ";
+  auto train = [&](const std::string& args) { return test::run_command(base + args + " 2>&1"); };
+  struct Refused {
+    const char* args;
+    const char* says;
+  };
+  for (const Refused& r :
+       {Refused{"--resume-snapshot --steps 2", "--resume-snapshot needs --snapshot-dir DIR"},
+        Refused{"--snapshot-dir s --resume-snapshot --load m.st --steps 2", "--resume-snapshot and --load m.st exclude"},
+        Refused{"--snapshot-dir s --snapshot-every 0 --steps 2", "--snapshot-every: '0' must be > 0"},
+        Refused{"--snapshot-dir s --eval-only --load m.st", "--eval-only trains nothing: --snapshot-dir s"}}) {
+    test::Run run = train(r.args);
+    CHECK_MESSAGE(run.status != 0, r.args);
+    CHECK_MESSAGE(run.output.find(r.says) != std::string::npos, run.output);
+  }
+  dir.write("file", "x");
+  test::Run under_file = train("--snapshot-dir " + dir.file("file/snap") + " --steps 2 --no-save");
+  CHECK(under_file.status == 1);
+  CHECK_MESSAGE(under_file.output.find("--snapshot-dir " + dir.file("file/snap") + ": ") != std::string::npos,
+                under_file.output);
+
+  // A run of 5 steps with a snapshot every 2 (one host: no copy), the last at step 4.
+  const std::string snaps = " --snapshot-dir " + dir.file("snap") + " --snapshot-every 2";
+  test::Run first = train("--steps 5 --no-save" + snaps);
+  REQUIRE_MESSAGE(first.status == 0, first.output);
+  CHECK_MESSAGE(first.output.find("one host, so no copy elsewhere") != std::string::npos, first.output);
+  CHECK(snapshot_files(dir.file("snap")).size() == 2);  // steps 2 and 4: the one before the last stays
+  // Another run into the same directory is refused before its first step...
+  test::Run again = train("--steps 5 --no-save" + snaps);
+  CHECK(again.status == 1);
+  CHECK_MESSAGE(again.output.find("already holds snapshots") != std::string::npos, again.output);
+  CHECK(again.output.find("continue them with --resume-snapshot") != std::string::npos);
+  // ...and one that continues them starts at step 4 and ends as a run resumed by hand from step 4.
+  test::Run resumed = train("--steps 5 --save " + dir.file("resumed.st") + snaps + " --resume-snapshot");
+  REQUIRE_MESSAGE(resumed.status == 0, resumed.output);
+  CHECK_MESSAGE(resumed.output.find("snapshot: resuming step 4 ") != std::string::npos, resumed.output);
+  REQUIRE(train("--steps 5 --save " + dir.file("m.st") + " --save-every 4").status == 0);
+  REQUIRE(train("--steps 5 --save " + dir.file("by-hand.st") + " --load " + dir.file("m-step000004.st")).status == 0);
+  SafetensorsFile a = read_safetensors(dir.file("resumed.st")), b = read_safetensors(dir.file("by-hand.st"));
+  for (const auto& [name, t] : a.tensors) CHECK(t.to_vector<float>() == b.tensors.at(name).to_vector<float>());
+  // With nothing to resume, --resume-snapshot starts at step 0 and says so.
+  test::Run none = train("--steps 2 --no-save --snapshot-dir " + dir.file("empty") + " --resume-snapshot");
+  REQUIRE_MESSAGE(none.status == 0, none.output);
+  CHECK_MESSAGE(none.output.find("snapshot: none complete in " + dir.file("empty")) != std::string::npos, none.output);
 }

@@ -1,9 +1,10 @@
 #pragma once
 // Snapshots for recovery after losing a host (--snapshot-dir, --snapshot-every). Every K steps
-// each rank writes its shard (nn/snapshot_shard.h) into its host's own directory and sends a copy
-// to a rank on the next host, which keeps it in its own; the copy travels while the next steps
-// compute, so that losing one host (its processes and its directory) loses at most K steps and the
-// copy's time. A run with --resume-snapshot (scripts/launch --restarts adds it) lists what the
+// each rank of replica 0 (the others hold the same values) gathers its shard (nn/snapshot_shard.h)
+// and goes on: threads write it into its host's own directory, and a copy travels to a rank on the
+// next host, which keeps it in its own, while the next steps compute. The next snapshot first
+// waits for both, so that losing one host (its processes and its directory) loses at most K steps
+// and the copy's time. A run with --resume-snapshot (scripts/launch --restarts adds it) lists what the
 // hosts it runs on hold, takes the newest snapshot whose files are all there, assembles it into an
 // ordinary checkpoint on rank 0's host, copies that to every host and resumes from it as --load
 // would: the same curve (step, data position, seed, schedule).

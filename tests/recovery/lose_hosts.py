@@ -14,7 +14,8 @@ during-snapshot (2 hosts x 1 slot, tensor parallel across them: h1 lost while th
 15 is being written, its shard on h1 and its copy not sent: step 10 is resumed), during-restart (3 hosts x 1 slot,
 3 replicas: h1 lost, then h2 while the job restarts: h0's replica alone is a snapshot),
 during-recovery (3 hosts x 1 slot, tensor parallel across them: h1 lost, then h2 after the restart
-resumed, before its first snapshot: the checkpoint the recovery assembled on h0 is resumed)."""
+resumed, before its first snapshot: the checkpoint the recovery assembled on h0 is resumed),
+statuses (scripts/launch --restarts refuses bad input, and says by its exit status why it stopped)."""
 import os
 import random
 import re
@@ -152,9 +153,66 @@ def reference(work, runs, hosts, slots):
     return final
 
 
+def statuses(work):
+    """The supervisor's refusals and exit statuses: bad input (2), the program's own error (its
+    status, no restart), restarts spent (75), no host answering (69)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMPI_MCA_")}
+    hostfile = os.path.join(work, "hostfile")
+    open(hostfile, "w").write("h0 slots=1\n")
+    train = BUILD + "/train"
+    for args, says in [(["--restarts", "x", "--", "true"], "--restarts wants a whole number"),
+                       (["--restarts", "1", "--", train], "--restarts needs a hostfile"),
+                       (["--hostfile", work + "/missing", "--restarts", "1", "--", train, "--snapshot-dir", "s"],
+                        "cannot read the hostfile"),
+                       (["--hostfile", hostfile, "--restarts", "1", "--", train], "needs the program's --snapshot-dir")]:
+        r = subprocess.run([REPO + "/scripts/launch", "-n", "1"] + args, env=env, capture_output=True, text=True)
+        if r.returncode != 2 or says not in r.stderr:
+            fail("scripts/launch %s: status %d, %r (wanted 2 and %r)" % (" ".join(args), r.returncode, r.stderr, says))
+    script = """set -u
+cd %(repo)s
+run() { scripts/launch "$@" >"$work/out" 2>&1; echo "$?" >"$work/status-$name"; cat "$work/out" >>"$work/all"; }
+work=%(work)s
+snap="--snapshot-dir $FLEXTP_HOST_DIR/snap"
+name=bad-flag run -n 2 --restarts 2 -- %(train)s %(model)s --steps 2 --lr -1 $snap
+name=spent run -n 2 --restarts 0 -- %(train)s %(model)s --steps 400 $snap --snapshot-every 1000 &
+until grep -q "^step" "$work/out" 2>/dev/null; do sleep 0.05; done
+scripts/hosts kill h1
+wait
+echo "h2 slots=1" >"$work/h2only"  # mpirun on h0 starts the job on h2 alone
+rm -f "$work/out"
+name=no-host run -n 1 --hostfile "$work/h2only" --restarts 2 -- %(train)s %(model)s --steps 400 $snap --snapshot-every 1000 &
+sleep 1
+until grep -q "^step" "$work/out" 2>/dev/null; do sleep 0.05; done
+scripts/hosts kill h2
+wait
+""" % {"repo": REPO, "work": work, "train": train,
+       "model": " ".join(w for i, w in enumerate(MODEL) if w != "--steps" and MODEL[i - 1] != "--steps")}
+    open(os.path.join(work, "inside.sh"), "w").write(script)
+    r = subprocess.run([REPO + "/scripts/hosts", "-n", "3", "--", "bash", os.path.join(work, "inside.sh")], timeout=240)
+    if r.returncode == 77:
+        sys.exit(77)
+    out = open(os.path.join(work, "all")).read()
+    print("".join(l + "\n" for l in out.splitlines() if l.startswith("launch:")), end="")
+    want = {"bad-flag": ("1", "not restarting"), "spent": ("75", "restart(s) are spent"), "no-host": ("69", "no host answers")}
+    for name, (status, says) in want.items():
+        got = open(os.path.join(work, "status-" + name)).read().strip()
+        if got != status or says not in out:
+            fail("%s: exit status %s (wanted %s and %r in the log)" % (name, got, status, says))
+    if "restart 1 of" in out.split("no host answers")[0].split("restart(s) are spent")[0]:
+        fail("a job with a bad flag was restarted")
+    print("passed: statuses: bad input 2, the program's error 1 (no restart), restarts spent 75, no host left 69")
+
+
 def main():
     global BUILD
     BUILD, case = os.path.abspath(sys.argv[1]), sys.argv[2]
+    if case == "statuses":
+        work = tempfile.mkdtemp(prefix="flextp-recovery-")
+        try:
+            statuses(work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     hosts, slots, tp, kills = CASES[case]
     fault = None
     if kills is None:
