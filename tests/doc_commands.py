@@ -25,7 +25,7 @@ Mechanical changes, so that the suite stays lean (label `docs`):
   - `make TARGET` runs as `make -o build TARGET`: the build under test stands in for `make build`
     (which would configure a second build here).
 Blocks with a long command (`make test`, `make test-wallclock`, `make fuzz`, `make bench`,
-`./build/bench_*`, `python3 bench/...`) run unchanged except for `-o build`, under the label
+`./build/bench_*`, `python3 bench/...`, `bash bench/...`) run unchanged except for `-o build`, under the label
 `docs_long`, which `make test` leaves out and `make test-docs-long` runs.
 """
 import argparse
@@ -45,7 +45,7 @@ SKIPPED = 77
 LONG = [
     re.compile(r"^make (test|test-wallclock|fuzz|bench)\b"),
     re.compile(r"(^|\s)\./build/bench_"),
-    re.compile(r"^python3 bench/"),
+    re.compile(r"^(python3|bash) bench/"),
 ]
 
 

@@ -57,7 +57,7 @@ struct CheckpointOptions {
   // between snapshots (docs/results.md, "Losing a host", measured the default), and whether to
   // start from the newest complete snapshot there.
   std::string snapshot_dir;
-  int64_t snapshot_every = 10;
+  int64_t snapshot_every = 20;
   bool resume_snapshot = false;
 };
 
