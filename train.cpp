@@ -115,8 +115,9 @@ int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device,
   // --resume-snapshot: the newest complete snapshot on the hosts, assembled into a checkpoint on
   // each, is then loaded as --load would (train/snapshots.h).
   std::string snapshot_said;
-  if (!ck.snapshot_dir.empty())
-    o.checkpoint.load = prepare_snapshots(ck, *make_optimizer(o.optimization), mail, hosts, snapshot_said);
+  if (!ck.snapshot_dir.empty())  // a snapshot found replaces where the command said to start
+    if (std::string from = prepare_snapshots(ck, *make_optimizer(o.optimization), mail, hosts, snapshot_said); !from.empty())
+      o.checkpoint.load = from, o.checkpoint.init_from_hf.clear();
   if (lead) std::printf("%s", snapshot_said.c_str());
   if (!ck.load.empty() && !o.output.eval_only) o.seed = resumed_seed(ck.load, o.seed, app.count("--seed") > 0);
   o.balancing.resize.seed = o.seed;

@@ -1,3 +1,4 @@
+#include <atomic>
 #include "core/safetensors.h"
 
 #include <fcntl.h>
@@ -205,7 +206,7 @@ bool fault_now(const char* variable, int count) {
 }  // namespace
 
 void write_file_atomic(const std::string& path, const std::string& bytes, bool durable) {
-  static int writes = 0;
+  static std::atomic<int> writes{0};  // snapshots write from threads of their own
   const int this_write = ++writes;
   remove_stale_temporaries(path);  // of earlier saves killed mid-write
   std::string tmp = temporary_path(path);

@@ -14,31 +14,15 @@
 #include "nn/checkpoint.h"
 #include "nn/checkpoint_files.h"
 #include "tests/gradcheck.h"
+#include "tests/small_gpt.h"
 #include "tests/temp_dir.h"
 
 using namespace flextp;
 
 namespace {
-GPTConfig small() {
-  GPTConfig c;
-  c.vocab_size = 13;
-  c.vocab_unit = 4;
-  c.n_positions = 8;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 8;
-  c.mlp_unit = 8;
-  return c;
-}
-Tensor ids() { return Tensor::from_vector<int32_t>({1, 5, 12, 0, 3, 3, 7, 9}, {2, 4}); }
-void train_a_little(GPT& m, Optimizer& opt, int steps) {
-  std::vector<Parameter*> params = m.parameters();
-  for (int i = 0; i < steps; ++i) {
-    m.loss(ids(), ids()).backward();
-    opt.step(params, 1e-2);
-    for (Parameter* p : params) p->value.zero_grad();
-  }
-}
+GPTConfig small() { return test::small_gpt(); }
+Tensor ids() { return test::small_gpt_ids(); }
+using test::train_a_little;
 // Every parameter of b holds a's value and AdamW state (m and v) exactly.
 void check_same_parameters(GPT& a, GPT& b) {
   std::vector<Parameter*> pa = a.parameters(), pb = b.parameters();

@@ -14,25 +14,15 @@
 #include "optim/optimizer.h"
 #include "tests/hf_dirs.h"
 #include "tests/run_command.h"
+#include "tests/small_gpt.h"
 #include "tests/temp_dir.h"
 
 using namespace flextp;
 
 namespace {
 
-GPTConfig small() {
-  GPTConfig c;
-  c.vocab_size = 13;
-  c.vocab_unit = 4;
-  c.n_positions = 8;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 8;
-  c.mlp_unit = 8;
-  return c;
-}
-
-Tensor ids() { return Tensor::from_vector<int32_t>({1, 5, 12, 0, 3, 3, 7, 9}, {2, 4}); }
+GPTConfig small() { return test::small_gpt(); }
+Tensor ids() { return test::small_gpt_ids(); }
 
 // A model whose biases and layer norms are no longer at their initial zeros and ones.
 void train_a_little(GPT& m) {

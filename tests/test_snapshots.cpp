@@ -13,32 +13,15 @@
 #include "parallel/tp/partition.h"
 #include "parallel/tp/unit_gather.h"
 #include "tests/run_command.h"
+#include "tests/small_gpt.h"
 #include "tests/temp_dir.h"
 #include "train/snapshots.h"
 
 using namespace flextp;
 
 namespace {
-GPTConfig small() {
-  GPTConfig c;
-  c.vocab_size = 13;
-  c.vocab_unit = 4;
-  c.n_positions = 8;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 8;
-  c.mlp_unit = 8;
-  return c;
-}
-
-void train_a_little(GPT& m, Optimizer& opt) {
-  Tensor ids = Tensor::from_vector<int32_t>({1, 5, 12, 0, 3, 3, 7, 9}, {2, 4});
-  for (int i = 0; i < 3; ++i) {
-    m.loss(ids, ids).backward();
-    opt.step(m.parameters(), 1e-2);
-    for (Parameter* p : m.parameters()) p->value.zero_grad();
-  }
-}
+GPTConfig small() { return test::small_gpt(); }
+void train_a_little(GPT& m, Optimizer& opt) { test::train_a_little(m, opt, 3); }
 
 // Rank `rank` of `ranks` (an uneven split), holding `whole`'s values and state; its vocabulary
 // units in reverse order, as a migration can leave them.
@@ -144,22 +127,22 @@ TEST_CASE("a host lists only the snapshot files that read whole") {
   AdamW opt({0.9, 0.999, 1e-8, 0.1});
   train_a_little(whole, opt);
   TrainState at20{20, 42, {}, "0123456789abcdef"};
-  std::filesystem::create_directories(dir.path / "step000020-aaaa");
-  std::filesystem::create_directories(dir.path / "step000010-aaaa");
+  std::filesystem::create_directories(dir.path / "step000020-aaaaaaaa");
+  std::filesystem::create_directories(dir.path / "step000010-aaaaaaaa");
   std::filesystem::create_directories(dir.path / "other");
-  write_shard(dir.file("step000020-aaaa/replica0of1-rank0of1.shard"), whole, opt, at20, 0, 1);
-  write_shard(dir.file("step000010-aaaa/replica0of1-rank0of1.shard"), whole, opt, at20, 0, 1);  // its step is not 10
-  write_shard(dir.file("step000020-aaaa/replica1of2-rank0of1.shard"), whole, opt, at20, 0, 1);  // its place is not
+  write_shard(dir.file("step000020-aaaaaaaa/replica0of1-rank0of1.shard"), whole, opt, at20, 0, 1);
+  write_shard(dir.file("step000010-aaaaaaaa/replica0of1-rank0of1.shard"), whole, opt, at20, 0, 1);  // its step is not 10
+  write_shard(dir.file("step000020-aaaaaaaa/replica1of2-rank0of1.shard"), whole, opt, at20, 0, 1);  // its place is not
   std::string bytes = shard_bytes(whole, opt, at20, {0, 2, 0, 1});
-  dir.write("step000020-aaaa/replica0of1-rank1of2.shard", bytes.substr(0, bytes.size() - 100));  // cut short
-  dir.write("step000020-aaaa/replica0of1-rank0of2.shard.tmp.123", bytes);                          // a temporary
+  dir.write("step000020-aaaaaaaa/replica0of1-rank1of2.shard", bytes.substr(0, bytes.size() - 100));  // cut short
+  dir.write("step000020-aaaaaaaa/replica0of1-rank0of2.shard.tmp.123", bytes);                          // a temporary
   write_shard(dir.file("other/replica0of1-rank0of1.shard"), whole, opt, at20, 0, 1);              // not a snapshot's
-  save_checkpoint(dir.file("step000010-aaaa/whole.st"), whole, &opt, {10, 42, {}, "0123456789abcdef"});
-  std::filesystem::create_directories(dir.path / "step000030-aaaa");
-  save_checkpoint(dir.file("step000030-aaaa/whole.st"), whole, &opt, {30, 42, {}, "0123456789abcdef"});
-  std::filesystem::remove(dir.file("step000030-aaaa/whole.st.state"));  // weights without their state
+  save_checkpoint(dir.file("step000010-aaaaaaaa/whole.st"), whole, &opt, {10, 42, {}, "0123456789abcdef"});
+  std::filesystem::create_directories(dir.path / "step000030-aaaaaaaa");
+  save_checkpoint(dir.file("step000030-aaaaaaaa/whole.st"), whole, &opt, {30, 42, {}, "0123456789abcdef"});
+  std::filesystem::remove(dir.file("step000030-aaaaaaaa/whole.st.state"));  // weights without their state
   CHECK(snapshot_files(dir.path.string()) ==
-        std::vector<std::string>{"step000010-aaaa/whole.st", "step000020-aaaa/replica0of1-rank0of1.shard"});
+        std::vector<std::string>{"step000010-aaaaaaaa/whole.st", "step000020-aaaaaaaa/replica0of1-rank0of1.shard"});
   CHECK(snapshot_files(dir.file("missing")).empty());
 }
 
@@ -173,35 +156,37 @@ TEST_CASE("the newest snapshot with one replica's every shard held somewhere is 
   };
   // Tensor parallel over 4 ranks on 3 hosts; h1 lost: its own shards of step 30 are gone, their
   // copies on h2 did not arrive yet.
-  Held held{{shard(20, "a", 0, 1, 0, 4), shard(20, "a", 0, 1, 1, 4), shard(20, "a", 0, 1, 2, 4),
-             shard(30, "a", 0, 1, 0, 4), shard(30, "a", 0, 1, 1, 4)},
+  Held held{{shard(20, "aaaaaaaa", 0, 1, 0, 4), shard(20, "aaaaaaaa", 0, 1, 1, 4), shard(20, "aaaaaaaa", 0, 1, 2, 4),
+             shard(30, "aaaaaaaa", 0, 1, 0, 4), shard(30, "aaaaaaaa", 0, 1, 1, 4)},
             {},
-            {shard(20, "a", 0, 1, 3, 4), shard(30, "a", 0, 1, 3, 4)}};
+            {shard(20, "aaaaaaaa", 0, 1, 3, 4), shard(30, "aaaaaaaa", 0, 1, 3, 4)}};
   std::optional<SnapshotChoice> c = newest_complete_snapshot(held);
   REQUIRE(c);
   CHECK(c->step == 20);
-  CHECK(c->name == "step000020-a");
+  CHECK(c->name == "step000020-aaaaaaaa");
   CHECK_FALSE(c->whole);
-  CHECK(c->files == std::vector<std::string>{shard(20, "a", 0, 1, 0, 4), shard(20, "a", 0, 1, 1, 4),
-                                             shard(20, "a", 0, 1, 2, 4), shard(20, "a", 0, 1, 3, 4)});
-  held[2].push_back(shard(30, "a", 0, 1, 2, 4));  // the copy landed: 30 is complete
+  CHECK(c->files == std::vector<std::string>{shard(20, "aaaaaaaa", 0, 1, 0, 4), shard(20, "aaaaaaaa", 0, 1, 1, 4),
+                                             shard(20, "aaaaaaaa", 0, 1, 2, 4), shard(20, "aaaaaaaa", 0, 1, 3, 4)});
+  held[2].push_back(shard(30, "aaaaaaaa", 0, 1, 2, 4));  // the copy landed: 30 is complete
   CHECK(newest_complete_snapshot(held)->step == 30);
   // Two replicas of 2: one whole replica is enough, half of each is not.
-  c = newest_complete_snapshot({{shard(40, "a", 1, 2, 0, 2)}, {shard(40, "a", 1, 2, 1, 2), shard(40, "a", 0, 2, 0, 2)}});
+  c = newest_complete_snapshot({{shard(40, "aaaaaaaa", 1, 2, 0, 2)}, {shard(40, "aaaaaaaa", 1, 2, 1, 2), shard(40, "aaaaaaaa", 0, 2, 0, 2)}});
   REQUIRE(c);
-  CHECK(c->files == std::vector<std::string>{shard(40, "a", 1, 2, 0, 2), shard(40, "a", 1, 2, 1, 2)});
-  CHECK(newest_complete_snapshot({{shard(40, "a", 0, 2, 0, 2), shard(40, "a", 1, 2, 1, 2)}}) == std::nullopt);
+  CHECK(c->files == std::vector<std::string>{shard(40, "aaaaaaaa", 1, 2, 0, 2), shard(40, "aaaaaaaa", 1, 2, 1, 2)});
+  CHECK(newest_complete_snapshot({{shard(40, "aaaaaaaa", 0, 2, 0, 2), shard(40, "aaaaaaaa", 1, 2, 1, 2)}}) == std::nullopt);
   // Another attempt's shards of the same step do not complete this one's.
-  CHECK(newest_complete_snapshot({{shard(40, "a", 0, 1, 0, 2), shard(40, "b", 0, 1, 1, 2)}}) == std::nullopt);
+  CHECK(newest_complete_snapshot({{shard(40, "aaaaaaaa", 0, 1, 0, 2), shard(40, "bbbbbbbb", 0, 1, 1, 2)}}) == std::nullopt);
   // An assembled checkpoint is a snapshot by itself, and preferred at the same step.
-  c = newest_complete_snapshot({{shard(40, "a", 0, 1, 0, 1)}, {"step000040-b/whole.st"}});
+  c = newest_complete_snapshot({{shard(40, "aaaaaaaa", 0, 1, 0, 1)}, {"step000040-bbbbbbbb/whole.st"}});
   REQUIRE(c);
   CHECK(c->whole);
-  CHECK(c->files == std::vector<std::string>{"step000040-b/whole.st"});
-  CHECK(newest_complete_snapshot({{shard(50, "a", 0, 1, 1, 2)}, {"step000040-b/whole.st"}})->step == 40);
+  CHECK(c->files == std::vector<std::string>{"step000040-bbbbbbbb/whole.st"});
+  CHECK(newest_complete_snapshot({{shard(50, "aaaaaaaa", 0, 1, 1, 2)}, {"step000040-bbbbbbbb/whole.st"}})->step == 40);
   CHECK(newest_complete_snapshot({{}, {}}) == std::nullopt);
-  CHECK(newest_complete_snapshot({{"garbage", "step-x/replica0of1-rank0of1.shard", "stepx-a/replica0of1-rank0of1.shard",
-                                   "step000010-a/replica0of1-rank0of1.shard.tmp.1", "step000010-a/replica0of1-rank1of1.shard"}}) ==
+  CHECK(newest_complete_snapshot({{"garbage", "step-x/replica0of1-rank0of1.shard", "stepx-aaaaaaaa/replica0of1-rank0of1.shard",
+                                   "step000010-aaaaaaaa/replica0of1-rank0of1.shard.tmp.1",
+                                   "step000010-aaaaaaaa/replica0of1-rank1of1.shard", "step10-aaaaaaaa/replica0of1-rank0of1.shard",
+                                   "step000010-a/replica0of1-rank0of1.shard", "step000010-aaaaaaaX/replica0of1-rank0of1.shard"}}) ==
         std::nullopt);
 }
 
@@ -215,8 +200,8 @@ TEST_CASE("train's snapshots on one process: refused where they cannot work, res
   };
   for (const Refused& r :
        {Refused{"--resume-snapshot --steps 2", "--resume-snapshot needs --snapshot-dir DIR"},
-        Refused{"--snapshot-dir s --resume-snapshot --load m.st --steps 2", "--resume-snapshot and --load m.st exclude"},
         Refused{"--snapshot-dir s --snapshot-every 0 --steps 2", "--snapshot-every: '0' must be > 0"},
+        Refused{"--snapshot-every 5 --steps 2", "--snapshot-every 5 needs --snapshot-dir DIR"},
         Refused{"--snapshot-dir s --eval-only --load m.st", "--eval-only trains nothing: --snapshot-dir s"}}) {
     test::Run run = train(r.args);
     CHECK_MESSAGE(run.status != 0, r.args);

@@ -168,10 +168,12 @@ void add_checkpoint_flags(CLI::App& app, CheckpointOptions& c) {
                  "recovery after losing a host: every --snapshot-every steps each rank writes its shard into DIR, a "
                  "directory on its own host (the same path on every host), and a copy into the next host's")
       ->default_str("none");
-  app.add_option("--snapshot-every", c.snapshot_every, "--snapshot-dir: steps between snapshots")->check(positive);
+  app.add_option("--snapshot-every", c.snapshot_every, "--snapshot-dir: steps between snapshots")
+      ->check(positive)
+      ->default_str(std::to_string(kDefaultSnapshotEvery));
   app.add_flag("--resume-snapshot", c.resume_snapshot,
                "start from the newest complete snapshot that the hosts of this run hold in --snapshot-dir (none: "
-               "from step 0); scripts/launch --restarts adds it")
+               "from --load, --init-from-hf or step 0, as without it); scripts/launch --restarts adds it")
       ->default_str("off");
   app.add_option("--load", c.load, "resume from (or, with --eval-only, evaluate) a checkpoint")->default_str("none");
   app.add_option("--init-from-hf", c.init_from_hf,
@@ -245,10 +247,10 @@ void check_flag_combinations(const TrainOptions& o) {
   FLEXTP_CHECK(c.keep_last == 0 || c.save_every > 0, "--keep-last ", c.keep_last,
                " needs --save-every N (it prunes the periodic checkpoints; the final --save is always kept)");
   FLEXTP_CHECK(!c.no_save || c.save.empty(), "--no-save and --save ", c.save, " exclude each other");
+  FLEXTP_CHECK(c.snapshot_every == 0 || !c.snapshot_dir.empty(), "--snapshot-every ", c.snapshot_every,
+               " needs --snapshot-dir DIR (where the snapshots go)");
   FLEXTP_CHECK(!c.resume_snapshot || !c.snapshot_dir.empty(),
                "--resume-snapshot needs --snapshot-dir DIR (the directory the snapshots are in)");
-  FLEXTP_CHECK(!c.resume_snapshot || c.load.empty(), "--resume-snapshot and --load ", c.load,
-               " exclude each other: one run starts from one checkpoint");
   FLEXTP_CHECK(c.snapshot_dir.empty() || !o.output.eval_only, "--eval-only trains nothing: --snapshot-dir ",
                c.snapshot_dir, " would keep nothing");
   FLEXTP_CHECK(!c.no_save || c.name.empty(), "--no-save keeps nothing: --name ", c.name, " would name nothing");

@@ -48,6 +48,8 @@ struct ParallelOptions {
   double rank_timeout = 600;  // seconds a collective may wait before a rank gives up on its peers
 };
 
+inline constexpr int64_t kDefaultSnapshotEvery = 20;
+
 struct CheckpointOptions {
   std::string save, load, init_from_hf, export_hf;
   std::string name;      // of the run directory runs/NAME/ that a run without --save saves into
@@ -57,7 +59,7 @@ struct CheckpointOptions {
   // between snapshots (docs/results.md, "Losing a host", measured the default), and whether to
   // start from the newest complete snapshot there.
   std::string snapshot_dir;
-  int64_t snapshot_every = 20;
+  int64_t snapshot_every = 0;  // 0: not given, kDefaultSnapshotEvery
   bool resume_snapshot = false;
 };
 

@@ -23,11 +23,13 @@ namespace {
 namespace fs = std::filesystem;
 constexpr char kWhole[] = "whole.st";
 
-// "step000020-1a2b3c4d" -> 20; none for any other name.
+// "step000020-1a2b3c4d" (six digits or more, eight hex digits) -> 20; none for any other name, so
+// that no other file of the directory is taken for (or pruned as) a snapshot.
 std::optional<int64_t> snapshot_step(const std::string& name) {
-  if (name.rfind("step", 0) != 0) return std::nullopt;
   size_t dash = name.find('-');
-  if (dash == std::string::npos || dash + 1 == name.size()) return std::nullopt;
+  if (name.rfind("step", 0) != 0 || dash == std::string::npos || dash < 10 || name.size() != dash + 9 ||
+      name.find_first_not_of("0123456789abcdef", dash + 1) != std::string::npos)
+    return std::nullopt;
   return whole_int(name.substr(4, dash - 4));
 }
 
@@ -193,7 +195,9 @@ std::string prepare_snapshots(const CheckpointOptions& o, Optimizer& fresh, Byte
   }
   std::optional<SnapshotChoice> choice = newest_complete_snapshot(held);
   if (!choice) {
-    said = "snapshot: none complete in " + o.snapshot_dir + " on the hosts left: starting at step 0\n";
+    said = "snapshot: none complete in " + o.snapshot_dir + " on the hosts left: starting " +
+           (!o.load.empty() ? "from --load " + o.load : !o.init_from_hf.empty() ? "from --init-from-hf " + o.init_from_hf
+                                                                             : std::string("at step 0")) + "\n";
     return "";
   }
   // Rank 0 gathers the snapshot's files (those its host lacks, each from the first rank that
@@ -204,6 +208,7 @@ std::string prepare_snapshots(const CheckpointOptions& o, Optimizer& fresh, Byte
     if (!holds(held[0], f))
       for (int r = 1; r < ranks; ++r)
         if (holds(held[r], f)) {
+          if (choice->whole) to_rank0.push_back({r, f + ".state"});  // listed with its weights: the state first
           to_rank0.push_back({r, f});
           break;
         }
@@ -224,11 +229,13 @@ std::string prepare_snapshots(const CheckpointOptions& o, Optimizer& fresh, Byte
   }
   int copies = 0;
   const std::vector<std::string> pair{whole_path + ".state", whole_path};  // labels 0 and 1
+  std::vector<std::shared_ptr<const std::string>> read(2);                 // once, for every host
   for (int l : leads) {
     if (l == 0 || (choice->whole && holds(held[l], whole))) continue;
     ++copies;
     for (int label : {0, 1}) {
-      if (rank == 0) mail->send(l, label, std::make_shared<const std::string>(read_bytes(pair[label])));
+      if (rank == 0 && !read[label]) read[label] = std::make_shared<const std::string>(read_bytes(pair[label]));
+      if (rank == 0) mail->send(l, label, read[label]);
       if (rank == l) mail->expect(0, label);
     }
   }
@@ -252,10 +259,11 @@ std::string prepare_snapshots(const CheckpointOptions& o, Optimizer& fresh, Byte
 Snapshots::Snapshots(const CheckpointOptions& o, GPT& model, const Optimizer& opt, TrainState state, ByteMail* mail,
                      const std::vector<std::string>& hosts, const Grid& grid, TrainLog& log, int64_t start)
     : o_(o), model_(model), opt_(opt), state_(std::move(state)), mail_(mail), log_(log),
-      place_{grid.tp_rank, grid.tp, grid.dp_rank, grid.dp}, kept_from_(start) {
+      place_{grid.tp_rank, grid.tp, grid.dp_rank, grid.dp},
+      every_(o.snapshot_every > 0 ? o.snapshot_every : kDefaultSnapshotEvery), kept_from_(start) {
   if (o_.snapshot_dir.empty()) return;
-  rank_ = mail ? mail->rank() : 0, ranks_ = mail ? mail->size() : 1;
-  std::vector<std::vector<int>> by = ranks_by_host(hosts, ranks_);
+  const int rank = mail ? mail->rank() : 0, ranks = mail ? mail->size() : 1;
+  std::vector<std::vector<int>> by = ranks_by_host(hosts, ranks);
   const int m = static_cast<int>(by.size());
   // Replicas hold the same values: replica 0's ranks write shards and send copies, the others
   // only keep the copies they are sent (one shard of each unit, twice, for half the work).
@@ -264,8 +272,8 @@ Snapshots::Snapshots(const CheckpointOptions& o, GPT& model, const Optimizer& op
       const std::vector<int>& next = by[(j + 1) % m];
       const bool writes = by[j][i] < grid.tp;  // world rank r is in replica r / tp
       int partner = m > 1 && writes ? next[i % next.size()] : -1;  // the same place on the next host
-      if (by[j][i] == rank_) partner_ = partner, host_lead_ = i == 0;
-      if (partner == rank_) senders_.push_back(by[j][i]);
+      if (by[j][i] == rank) partner_ = partner, host_lead_ = i == 0;
+      if (partner == rank) senders_.push_back(by[j][i]);
     }
   // One attempt id and one run id for all shards: each rank of a new run drew its own run id, of
   // which rank 0's is the one its checkpoints carry.
@@ -273,10 +281,10 @@ Snapshots::Snapshots(const CheckpointOptions& o, GPT& model, const Optimizer& op
   if (mail) attempt_ = mail->all_gather(attempt_)[0], state_.run_id = mail->all_gather(state_.run_id)[0];
   if (m < 2)
     log_.say("snapshots every %lld steps in %s; one host, so no copy elsewhere: losing it loses them\n",
-             (long long)o_.snapshot_every, o_.snapshot_dir.c_str());
+             (long long)every_, o_.snapshot_dir.c_str());
   else
     log_.say("snapshots every %lld steps in %s on each host, each shard copied to the next host\n",
-             (long long)o_.snapshot_every, o_.snapshot_dir.c_str());
+             (long long)every_, o_.snapshot_dir.c_str());
 }
 
 Snapshots::~Snapshots() = default;
@@ -332,7 +340,7 @@ void Snapshots::take(int64_t step) {
 
 void Snapshots::after_step(int64_t step, bool last) {
   if (o_.snapshot_dir.empty()) return;
-  if (o_.snapshot_every > 0 && step % o_.snapshot_every == 0 && !last)
+  if (step % every_ == 0 && !last)
     take(step);
   else if (mail_)
     keep_letters(mail_->progress());

@@ -12,8 +12,8 @@
 // In the directory: step000020-1a2b3c4d/replica0of2-rank1of2.shard (a shard of the run attempt
 // 1a2b3c4d; a host holds its own ranks' and the previous host's) and step000020-1a2b3c4d/whole.st
 // (+ .state), the checkpoint a recovery assembled, itself a complete snapshot. With data
-// parallelism one replica's shards make a snapshot: losing hosts loses it only where no replica is
-// left whole.
+// parallelism replica 0's shards make a snapshot (the other replicas write none): it is lost
+// only where both a shard's host and the host of its copy are lost.
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -49,7 +49,8 @@ std::optional<SnapshotChoice> newest_complete_snapshot(const std::vector<std::ve
 // Before training, on every rank (a collective over `mail`; null: one process). Without `resume`,
 // refuses a directory that holds snapshots on any host (another run's, or this one's to resume).
 // With it, restores the newest complete snapshot as above and returns the checkpoint to --load on
-// this host ("" when there is none: the run starts at step 0); `said` gets the log's line.
+// this host, in place of --load or --init-from-hf ("" when there is none: the run starts as the
+// command says); `said` gets the log's line.
 std::string prepare_snapshots(const CheckpointOptions& o, Optimizer& fresh, ByteMail* mail,
                               const std::vector<std::string>& hosts, std::string& said);
 
@@ -79,7 +80,8 @@ class Snapshots {
   ByteMail* mail_;
   TrainLog& log_;
   ShardPlace place_;
-  int rank_ = 0, ranks_ = 1, partner_ = -1;
+  int partner_ = -1;
+  int64_t every_;
   std::vector<int> senders_;  // the ranks whose partner this rank is
   bool host_lead_ = true;     // the first rank of its host: it prunes the host's directory
   std::string attempt_, current_;

@@ -221,18 +221,23 @@ std::vector<std::string> mpi_place_ranks(bool by_host) {
 
 int mpi_place_key() { return g_place_key; }
 
+// A message is its size (8 bytes), then its bytes in pieces that each fit an MPI count, all under
+// one tag: MPI matches one sender's messages of one tag in the order they were sent, so the
+// receives posted in that order get them in order.
 struct ByteMail::Pending {
   MPI_Comm comm;
   int rank = 0, size = 1;
   struct Out {
     std::shared_ptr<const std::string> bytes;  // also being written to disk, perhaps
-    MPI_Request request;
+    uint64_t count = 0;
+    std::vector<MPI_Request> requests;
   };
   struct In {
     int from, label;
-    bool matched = false;
+    uint64_t count = 0;
+    bool sized = false;  // the size came: the pieces' receives are posted
     std::string bytes;
-    MPI_Request request = MPI_REQUEST_NULL;
+    std::vector<MPI_Request> requests;
   };
   std::vector<std::unique_ptr<Out>> out;  // stable addresses: MPI holds them until done
   std::vector<std::unique_ptr<In>> in;
@@ -240,11 +245,33 @@ struct ByteMail::Pending {
 
 namespace {
 constexpr int kLetterTag = 100;  // + the label
+int64_t g_piece_bytes = int64_t(1) << 30;
+
 int letter_tag(int label) {
   FLEXTP_CHECK(label >= 0 && label <= 30000, "ByteMail: label ", label, " is outside 0..30000");
   return kLetterTag + label;
 }
+
+// Posts the sends (or receives) of `n` bytes at `data` in pieces.
+template <typename Post>
+void in_pieces(char* data, uint64_t n, std::vector<MPI_Request>& requests, const Post& post) {
+  for (uint64_t at = 0; at < n; at += static_cast<uint64_t>(g_piece_bytes)) {
+    requests.emplace_back();
+    post(data + at, static_cast<int>(std::min<uint64_t>(g_piece_bytes, n - at)), &requests.back());
+  }
+}
+
+bool all_done(std::vector<MPI_Request>& requests) {
+  int done = 0;
+  FLEXTP_MPI(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE));
+  return done;
+}
 }  // namespace
+
+void ByteMail::set_piece_bytes(int64_t bytes) {
+  FLEXTP_CHECK(bytes > 0 && bytes <= std::numeric_limits<int>::max(), "ByteMail: pieces of ", bytes, " bytes");
+  g_piece_bytes = bytes;
+}
 
 ByteMail::ByteMail() : p_(std::make_unique<Pending>()) {
   FLEXTP_CHECK(MpiRuntime::active(), "ByteMail: MPI is not initialised");
@@ -288,45 +315,45 @@ void ByteMail::barrier() { FLEXTP_MPI(MPI_Barrier(p_->comm)); }
 void ByteMail::send(int to, int label, std::shared_ptr<const std::string> bytes) {
   auto o = std::make_unique<Pending::Out>();
   o->bytes = std::move(bytes);
-  FLEXTP_MPI(MPI_Isend(o->bytes->data(), as_count(static_cast<int64_t>(o->bytes->size()), "ByteMail::send"), MPI_BYTE,
-                       to, letter_tag(label), p_->comm, &o->request));
+  o->count = o->bytes->size();
+  const int tag = letter_tag(label);
+  o->requests.emplace_back();
+  FLEXTP_MPI(MPI_Isend(&o->count, 8, MPI_BYTE, to, tag, p_->comm, &o->requests.back()));
+  in_pieces(const_cast<char*>(o->bytes->data()), o->count, o->requests, [&](char* at, int n, MPI_Request* r) {
+    FLEXTP_MPI(MPI_Isend(at, n, MPI_BYTE, to, tag, p_->comm, r));
+  });
   p_->out.push_back(std::move(o));
 }
 
 void ByteMail::expect(int from, int label) {
   auto i = std::make_unique<Pending::In>();
   i->from = from, i->label = label;
-  letter_tag(label);
+  i->requests.emplace_back();
+  FLEXTP_MPI(MPI_Irecv(&i->count, 8, MPI_BYTE, from, letter_tag(label), p_->comm, &i->requests.back()));
   p_->in.push_back(std::move(i));
 }
 
 std::vector<ByteMail::Letter> ByteMail::progress() {
   std::vector<Letter> arrived;
   for (size_t k = 0; k < p_->out.size();) {
-    int done = 0;
-    FLEXTP_MPI(MPI_Test(&p_->out[k]->request, &done, MPI_STATUS_IGNORE));
-    if (done)
+    if (all_done(p_->out[k]->requests))
       p_->out.erase(p_->out.begin() + k);
     else
       ++k;
   }
   for (size_t k = 0; k < p_->in.size();) {
     Pending::In& i = *p_->in[k];
-    if (!i.matched) {  // its size is known once it is matched; the bytes then arrive without blocking
-      int found = 0;
-      MPI_Message message;
-      MPI_Status status;
-      FLEXTP_MPI(MPI_Improbe(i.from, letter_tag(i.label), p_->comm, &found, &message, &status));
-      if (found) {
-        int count = 0;
-        MPI_Get_count(&status, MPI_BYTE, &count);
-        i.bytes.resize(static_cast<size_t>(count));
-        FLEXTP_MPI(MPI_Imrecv(i.bytes.data(), count, MPI_BYTE, &message, &i.request));
-        i.matched = true;
-      }
+    bool done = all_done(i.requests);
+    if (done && !i.sized) {  // the size came: now the pieces, in the order they were sent
+      i.sized = true;
+      i.requests.clear();
+      i.bytes.resize(i.count);
+      const int tag = letter_tag(i.label);
+      in_pieces(i.bytes.data(), i.count, i.requests, [&](char* at, int n, MPI_Request* r) {
+        FLEXTP_MPI(MPI_Irecv(at, n, MPI_BYTE, i.from, tag, p_->comm, r));
+      });
+      done = all_done(i.requests);
     }
-    int done = 0;
-    if (i.matched) FLEXTP_MPI(MPI_Test(&i.request, &done, MPI_STATUS_IGNORE));
     if (done) {
       arrived.push_back({i.from, i.label, std::move(i.bytes)});
       p_->in.erase(p_->in.begin() + k);

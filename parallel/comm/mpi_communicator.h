@@ -64,6 +64,9 @@ class ByteMail {
   // Waits until everything sent has left and everything expected has arrived; returns those.
   std::vector<Letter> finish();
   bool idle() const;
+  // A message travels in pieces of at most this many bytes (1 GiB; an MPI count is an int).
+  // Tests make it small.
+  static void set_piece_bytes(int64_t bytes);
 
  private:
   struct Pending;

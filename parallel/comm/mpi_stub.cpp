@@ -41,5 +41,6 @@ void ByteMail::expect(int, int) { FLEXTP_FAIL(kNoMpi); }
 std::vector<ByteMail::Letter> ByteMail::progress() { return {}; }
 std::vector<ByteMail::Letter> ByteMail::finish() { return {}; }
 bool ByteMail::idle() const { return true; }
+void ByteMail::set_piece_bytes(int64_t) {}
 
 }  // namespace flextp

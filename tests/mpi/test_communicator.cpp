@@ -51,3 +51,36 @@ TEST_CASE("grouped send/recv in a ring and all-to-all-v") {
     for (int i = 0; i <= r; ++i) CHECK(got[k * (r + 1) + i] == 100.0f * k + r);
   CHECK_THROWS_WITH_AS(c.send_recv({{r, Tensor::empty({1})}}, {}), doctest::Contains("bad peer"), Error);
 }
+
+TEST_CASE("ByteMail: labelled messages in pieces, taken in any order, and strings gathered") {
+  ByteMail mail;
+  const int r = mail.rank(), n = mail.size();
+  CHECK(mail.all_gather(std::string(r, 'x') + std::to_string(r)) ==
+        [&] {
+          std::vector<std::string> each;
+          for (int k = 0; k < n; ++k) each.push_back(std::string(k, 'x') + std::to_string(k));
+          return each;
+        }());
+  ByteMail::set_piece_bytes(1000);  // several pieces a message, and a tail
+  auto text = [](int from, int label) {
+    std::string s(2500 * (label + 1) + from, '\0');
+    for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<char>((i * 7 + from * 13 + label) % 251);
+    return s;
+  };
+  // Each rank sends its right neighbour labels 2, 0, 1 (an empty message as label 3) and expects
+  // its left neighbour's in another order.
+  const int right = (r + 1) % n, left = (r + n - 1) % n;
+  for (int label : {2, 0, 1}) mail.send(right, label, std::make_shared<const std::string>(text(r, label)));
+  mail.send(right, 3, std::make_shared<const std::string>());
+  for (int label : {1, 3, 2, 0}) mail.expect(left, label);
+  std::vector<ByteMail::Letter> got = mail.finish();
+  ByteMail::set_piece_bytes(int64_t(1) << 30);
+  REQUIRE(got.size() == 4);
+  CHECK(mail.idle());
+  for (const ByteMail::Letter& l : got) {
+    INFO("label " << l.label);
+    CHECK(l.from == left);
+    CHECK(l.bytes == (l.label == 3 ? std::string() : text(left, l.label)));
+  }
+  mail.barrier();
+}
