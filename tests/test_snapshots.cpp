@@ -70,10 +70,11 @@ TEST_CASE("the shards of a snapshot assemble into the checkpoint a save writes, 
   for (const std::string tail : {"", ".state"}) {
     SafetensorsFile a = read_safetensors(dir.file("saved.st" + tail)), b = read_safetensors(dir.file("assembled.st" + tail));
     REQUIRE(a.tensors.size() == b.tensors.size());
-    for (const auto& [name, t] : a.tensors) {
+    for (const auto& entry : a.tensors) {
+      const std::string& name = entry.first;  // (clang: a structured binding cannot go into INFO's lambda)
       INFO(name << tail);
       REQUIRE(b.tensors.count(name));
-      CHECK(t.to_vector<float>() == b.tensors.at(name).to_vector<float>());
+      CHECK(entry.second.to_vector<float>() == b.tensors.at(name).to_vector<float>());
     }
     CHECK(a.metadata.at("step") == b.metadata.at("step"));
   }
