@@ -22,6 +22,28 @@
 #include "parallel/tp/unit_gather.h"
 
 namespace flextp {
+
+int64_t metadata_int(const std::map<std::string, std::string>& metadata, const std::string& path, const std::string& key) {
+  auto it = metadata.find(key);
+  FLEXTP_CHECK(it != metadata.end(), path, ": metadata has no '", key, "'");
+  std::optional<int64_t> v = whole_int(it->second);
+  FLEXTP_CHECK(v, path, ": metadata '", key, "' = '", it->second, "' is not an integer");
+  return *v;
+}
+
+// Seeds are unsigned 64-bit: the upper half of their range does not fit metadata_int.
+uint64_t metadata_seed(const SafetensorsFile& f, const std::string& path) {
+  auto it = f.metadata.find("seed");
+  FLEXTP_CHECK(it != f.metadata.end(), path, ": metadata has no 'seed'");
+  try {
+    size_t used = 0;
+    uint64_t v = std::stoull(it->second, &used);
+    if (used == it->second.size() && it->second[0] != '-') return v;
+  } catch (const std::exception&) {
+  }
+  FLEXTP_FAIL(path, ": metadata 'seed' = '", it->second, "' is not an unsigned integer");
+}
+
 namespace {
 
 HfLayout hf_layout(const Parameter& p) { return p.replicated() ? HfLayout::AsIs : p.layout->hf; }
@@ -69,15 +91,8 @@ Tensor convert(const Parameter& p, const Tensor& t, const GPTConfig& c, bool to_
   return out;
 }
 
-int64_t meta_int(const std::map<std::string, std::string>& metadata, const std::string& path, const std::string& key) {
-  auto it = metadata.find(key);
-  FLEXTP_CHECK(it != metadata.end(), path, ": metadata has no '", key, "'");
-  std::optional<int64_t> v = whole_int(it->second);
-  FLEXTP_CHECK(v, path, ": metadata '", key, "' = '", it->second, "' is not an integer");
-  return *v;
-}
 int64_t meta_int(const SafetensorsFile& f, const std::string& path, const std::string& key) {
-  return meta_int(f.metadata, path, key);
+  return metadata_int(f.metadata, path, key);
 }
 
 std::string meta_text(const std::map<std::string, std::string>& metadata, const std::string& key) {
@@ -85,18 +100,6 @@ std::string meta_text(const std::map<std::string, std::string>& metadata, const 
   return it == metadata.end() ? "" : it->second;
 }
 
-// Seeds are unsigned 64-bit: the upper half of their range does not fit meta_int.
-uint64_t meta_seed(const SafetensorsFile& f, const std::string& path) {
-  auto it = f.metadata.find("seed");
-  FLEXTP_CHECK(it != f.metadata.end(), path, ": metadata has no 'seed'");
-  try {
-    size_t used = 0;
-    uint64_t v = std::stoull(it->second, &used);
-    if (used == it->second.size() && it->second[0] != '-') return v;
-  } catch (const std::exception&) {
-  }
-  FLEXTP_FAIL(path, ": metadata 'seed' = '", it->second, "' is not an unsigned integer");
-}
 
 std::string state_path(const std::string& path) { return path + ".state"; }
 std::string next_state_path(const std::string& path) { return path + ".state.next"; }
@@ -118,7 +121,7 @@ std::string matching_state_path(const std::string& path, const std::map<std::str
   for (const std::string& sp : {state_path(path), next_state_path(path)}) {
     if (!std::filesystem::exists(sp)) continue;
     std::map<std::string, std::string> s = read_safetensors_metadata(sp);
-    if (std::to_string(meta_int(s, sp, "step")) == step && meta_text(s, "save_id") == save) return sp;
+    if (std::to_string(metadata_int(s, sp, "step")) == step && meta_text(s, "save_id") == save) return sp;
     if (other.empty()) other = sp, other_label = save_label(s);
   }
   FLEXTP_CHECK(!other.empty(), "cannot resume from ", path, ": its optimizer state ", state_path(path), " is missing");
@@ -224,11 +227,11 @@ std::map<std::string, std::string> config_metadata(const GPTConfig& c) {
 
 GPTConfig config_of_metadata(const std::map<std::string, std::string>& metadata, const std::string& path) {
   GPTConfig c;
-  c.n_layer = meta_int(metadata, path, "n_layer");
-  c.n_head = meta_int(metadata, path, "n_head");
-  c.n_embd = meta_int(metadata, path, "n_embd");
-  c.vocab_size = meta_int(metadata, path, "vocab_size");
-  c.n_positions = meta_int(metadata, path, "n_positions");
+  c.n_layer = metadata_int(metadata, path, "n_layer");
+  c.n_head = metadata_int(metadata, path, "n_head");
+  c.n_embd = metadata_int(metadata, path, "n_embd");
+  c.vocab_size = metadata_int(metadata, path, "vocab_size");
+  c.n_positions = metadata_int(metadata, path, "n_positions");
   auto mlp = metadata.find("mlp");  // absent from checkpoints older than the MLP kinds: gelu
   if (mlp != metadata.end()) c.mlp = mlp->second;
   return c;
@@ -339,7 +342,7 @@ std::optional<uint64_t> read_checkpoint_seed(const std::string& path) {
   } catch (const Error&) {
     return std::nullopt;  // no state of these weights: loading the checkpoint says why
   }
-  return meta_seed(read_safetensors(sp), sp);
+  return metadata_seed(read_safetensors(sp), sp);
 }
 
 namespace {
@@ -436,7 +439,7 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
     check_tensors(s, sp, slots, c.dtype);
     for (const auto& [name, t] : s.tensors) check_finite(t, sp, name);
     optimizer->set_steps_taken(meta_int(s, sp, "optimizer_steps"));
-    state.seed = meta_seed(s, sp);
+    state.seed = metadata_seed(s, sp);
     for (const auto& [k, v] : s.metadata)
       if (k.rfind("extra.", 0) == 0) state.extra[k.substr(6)] = v;
   }

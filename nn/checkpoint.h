@@ -57,6 +57,11 @@ void check_gpt2_exportable(const GPTConfig& c);
 // The config stored in a checkpoint's metadata (to build a model before loading).
 GPTConfig read_checkpoint_config(const std::string& path);
 
+// A checkpoint's (or a snapshot shard's) metadata entry `key` as a whole number, and its seed
+// (unsigned 64-bit); throws naming `path` and the entry.
+int64_t metadata_int(const std::map<std::string, std::string>& metadata, const std::string& path, const std::string& key);
+uint64_t metadata_seed(const SafetensorsFile& f, const std::string& path);
+
 // The model config as a checkpoint's metadata states it (n_layer, n_head, ...), and back (unchecked
 // against any tensors).
 std::map<std::string, std::string> config_metadata(const GPTConfig& c);

@@ -19,10 +19,7 @@ std::string units_text(const std::vector<int64_t>& units) {
 }
 
 int64_t meta_number(const SafetensorsFile& f, const std::string& path, const std::string& key) {
-  auto it = f.metadata.find(key);
-  std::optional<int64_t> v = it == f.metadata.end() ? std::nullopt : whole_int(it->second);
-  FLEXTP_CHECK(v, path, ": not a snapshot shard (metadata '", key, "' is missing or not a number)");
-  return *v;
+  return metadata_int(f.metadata, path, key);
 }
 
 const Tensor& shard_tensor(const SafetensorsFile& f, const std::string& path, const std::string& name,
@@ -147,12 +144,7 @@ TrainState assemble_checkpoint(const std::vector<std::string>& shards, Optimizer
   TrainState state;
   state.step = meta_number(first, shards[0], "step");
   state.run_id = text(first, "run_id");
-  auto seed = first.metadata.find("seed");
-  FLEXTP_CHECK(seed != first.metadata.end(), shards[0], ": metadata has no 'seed'");
-  const std::string& digits = seed->second;  // unsigned 64-bit: past whole_int's range
-  FLEXTP_CHECK(!digits.empty() && digits.size() <= 20 && digits.find_first_not_of("0123456789") == std::string::npos,
-               shards[0], ": metadata 'seed' = '", digits, "' is not a seed");
-  state.seed = std::stoull(digits);
+  state.seed = metadata_seed(first, shards[0]);
   for (const auto& [k, v] : first.metadata)
     if (k.rfind("extra.", 0) == 0) state.extra[k.substr(6)] = v;
   save_checkpoint(path, model, &optimizer, state, nullptr);
