@@ -105,7 +105,7 @@ int train_loop(const TrainOptions& o, Trainer& trainer, Validation& validation, 
 }
 
 // Setting up (data, model, optimizer, checkpoint, balancer), then the loop.
-int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device, const SplitWorld& split,
+int run(TrainOptions& o, const OptionTable& table, Communicator& world, Device device, const SplitWorld& split,
         std::vector<std::string> hosts, ByteMail* mail) {
   const RankThreads threads = set_rank_threads();  // before OpenMP's threads start
   flush_denormals();  // on this thread and OpenMP's (core/denormals.h)
@@ -119,7 +119,8 @@ int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device,
     if (std::string from = prepare_snapshots(ck, *make_optimizer(o.optimization), mail, hosts, snapshot_said); !from.empty())
       o.checkpoint.load = from, o.checkpoint.init_from_hf.clear();
   if (lead) std::printf("%s", snapshot_said.c_str());
-  if (!ck.load.empty() && !o.output.eval_only) o.seed = resumed_seed(ck.load, o.seed, app.count("--seed") > 0);
+  const CLI::App& app = table.app();
+  const std::string options_said = take_recorded_options(table, o);  // the checkpoint's seed, model, optimizer...
   o.balancing.resize.seed = o.seed;
   ProcessGroups groups = make_process_groups(o, world, split);
   groups.hosts = std::move(hosts);
@@ -151,9 +152,9 @@ int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device,
   std::string schedule_said;
   const CosineSchedule schedule = run_schedule(o.optimization, loaded, !ck.load.empty(), schedule_said);
   if (!ck.load.empty() && lead)
-    std::printf("resumed %s at step %lld with its seed %llu%s\n%s", ck.load.c_str(), (long long)start,
+    std::printf("resumed %s at step %lld with its seed %llu%s\n%s%s", ck.load.c_str(), (long long)start,
                 (unsigned long long)o.seed, steps == start ? ": nothing to train (--steps is its step)" : "",
-                schedule_said.c_str());
+                options_said.c_str(), schedule_said.c_str());
   FaultHook faults(o.harness.fault_nan_steps, o.harness.fault_kill, o.harness.fault_hang, world.rank(), world.size());
   BatchSampler sampler(&corpus.train, o.data.batch, o.data.seq_len, o.seed);
   Validation validation(model, corpus.val, o, groups.micro_windows);
@@ -165,9 +166,9 @@ int run(TrainOptions o, const CLI::App& app, Communicator& world, Device device,
                                                      static_cast<int>(opt->slot_names().size()), log);
   Watchdog watchdog(world.size() > 1 ? o.parallel.rank_timeout : 0, world.rank());
   // A resumed run keeps its checkpoint's identity; a new one (or one resumed from files older than
-  // run ids) draws its own. The schedule's length goes with it (train/resume.h).
-  TrainState state{start, o.seed, {{"tokenizer", tok->name()}, {kScheduleSteps, std::to_string(schedule.total)}},
-                   loaded.run_id.empty() ? random_hex_id() : loaded.run_id};
+  // run ids) draws its own. The recorded options and the schedule's length go with it (train/resume.h).
+  TrainState state{start, o.seed, recorded_options(table), loaded.run_id.empty() ? random_hex_id() : loaded.run_id};
+  state.extra[kScheduleSteps] = std::to_string(schedule.total);
   RunOutputs outputs(o, model, *opt, step_clock, world, watchdog, log, *tok, state, groups.grid.dp_rank == 0);
   Snapshots snapshots(ck, model, *opt, state, mail, groups.hosts, groups.grid, log, start);
   Trainer trainer(step_settings(o, schedule), model, *opt, step_clock, *balancer, watchdog, std::move(sampler),
@@ -188,7 +189,7 @@ int main(int argc, char** argv) {
   if (launched_by_mpi()) mpi = std::make_unique<MpiRuntime>(&argc, &argv);
   CLI::App app{"flextp train: a GPT trained by flextp's own tensor and autograd engine"};
   TrainOptions o;
-  add_train_flags(app, o);
+  const OptionTable table = add_train_flags(app, o);
   // --help and --version end here too (status 0); a refused flag reads like every other error, status 1.
   if (std::optional<int> status = parse_flags(app, argc, argv, "train")) {
     if (mpi && *status != 0) MpiRuntime::abort_all(*status);
@@ -219,7 +220,7 @@ int main(int argc, char** argv) {
     SplitWorld split = [&](int color) -> std::unique_ptr<Communicator> {
       return nccl ? make_nccl_communicator(device.index, color) : make_mpi_communicator(color);
     };
-    return run(o, app, *comm, device, split, std::move(hosts), mail.get());
+    return run(o, table, *comm, device, split, std::move(hosts), mail.get());
   } catch (const std::exception& e) {
     std::fflush(stdout);  // the log lines before the error come first
     if (comm && comm->size() > 1)

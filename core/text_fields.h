@@ -1,6 +1,7 @@
 #pragma once
 // Reading the small text specs of flags, traces and checkpoint metadata: fields split at a
 // separator, and whole-string numbers. Each caller words its own error, naming its spec.
+#include <charconv>
 #include <cstdint>
 #include <exception>
 #include <optional>
@@ -42,6 +43,23 @@ inline std::optional<double> whole_double(const std::string& s) {
   } catch (const std::exception&) {
   }
   return std::nullopt;
+}
+
+// The whole of `s` as an unsigned 64-bit integer (a seed's range), or nothing; no sign.
+inline std::optional<uint64_t> whole_uint(const std::string& s) {
+  try {
+    size_t used = 0;
+    unsigned long long v = std::stoull(s, &used);
+    if (used == s.size() && s[0] != '-' && s[0] != '+') return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+// The shortest text that whole_double reads back as exactly `v` ("0.1", "3e-05").
+inline std::string shortest_text(double v) {
+  char s[32];
+  return std::string(s, std::to_chars(s, s + sizeof s, v).ptr);
 }
 
 }  // namespace flextp

@@ -216,25 +216,13 @@ void copy_weights(const SafetensorsFile& f, GPT& model) {
 }  // namespace
 
 std::map<std::string, std::string> config_metadata(const GPTConfig& c) {
-  return {{"format", "flextp"},
-          {"n_layer", std::to_string(c.n_layer)},
-          {"n_head", std::to_string(c.n_head)},
-          {"n_embd", std::to_string(c.n_embd)},
-          {"mlp", c.mlp},
-          {"vocab_size", std::to_string(c.vocab_size)},
-          {"n_positions", std::to_string(c.n_positions)}};
+  std::map<std::string, std::string> meta = saved_fields(c);
+  meta["format"] = "flextp";
+  return meta;
 }
 
 GPTConfig config_of_metadata(const std::map<std::string, std::string>& metadata, const std::string& path) {
-  GPTConfig c;
-  c.n_layer = metadata_int(metadata, path, "n_layer");
-  c.n_head = metadata_int(metadata, path, "n_head");
-  c.n_embd = metadata_int(metadata, path, "n_embd");
-  c.vocab_size = metadata_int(metadata, path, "vocab_size");
-  c.n_positions = metadata_int(metadata, path, "n_positions");
-  auto mlp = metadata.find("mlp");  // absent from checkpoints older than the MLP kinds: gelu
-  if (mlp != metadata.end()) c.mlp = mlp->second;
-  return c;
+  return config_of_saved_fields(metadata, path);
 }
 
 void load_weights(const SafetensorsFile& f, const std::string& path, GPT& model) {
@@ -330,7 +318,7 @@ void export_hf(const std::string& dir, GPT& model, Communicator* comm, const std
 
 std::map<std::string, std::string> read_checkpoint_extra(const std::string& path) {
   std::map<std::string, std::string> extra;
-  for (const auto& [k, v] : read_safetensors(path).metadata)
+  for (const auto& [k, v] : read_safetensors_metadata(path))
     if (k.rfind("extra.", 0) == 0) extra[k.substr(6)] = v;
   return extra;
 }
@@ -408,17 +396,10 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
   const GPTConfig& c = model.config();
   SafetensorsFile f = read_safetensors(path);
   GPTConfig saved = config_from_metadata(f, path);  // the built model, not the metadata, is checked against the tensors
-  auto check = [&](const char* what, int64_t file, int64_t model_value) {
-    FLEXTP_CHECK(file == model_value, path, ": checkpoint has ", what, " ", file,
-                 " but the model was built with ", model_value, " (match the flags to the checkpoint)");
-  };
-  check("n_layer", saved.n_layer, c.n_layer);
-  check("n_head", saved.n_head, c.n_head);
-  check("n_embd", saved.n_embd, c.n_embd);
-  check("vocab_size", saved.vocab_size, c.vocab_size);
-  check("n_positions", saved.n_positions, c.n_positions);
-  FLEXTP_CHECK(saved.mlp == c.mlp, path, ": checkpoint has the ", saved.mlp, " MLP but the model was built with the ",
-               c.mlp, " MLP (match the flags to the checkpoint)");
+  const std::map<std::string, std::string> built = saved_fields(c);
+  for (const auto& [field, value] : saved_fields(saved))
+    FLEXTP_CHECK(value == built.at(field), path, ": checkpoint has ", field, " ", value,
+                 " but the model was built with ", built.at(field), " (match the flags to the checkpoint)");
 
   std::vector<Parameter*> params = model.parameters();
   std::map<std::string, Shape> expected = expected_weights(model);

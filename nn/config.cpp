@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <type_traits>
+
 #include "core/error.h"
 #include "core/shape.h"
+#include "core/text_fields.h"
 #include "nn/mlp.h"
 
 namespace flextp {
@@ -17,6 +20,31 @@ int64_t physical_memory_bytes() {
 }
 
 std::string gigabytes(double bytes) { return std::to_string(static_cast<int64_t>(bytes / 1e9 + 0.5)) + " GB"; }
+
+template <typename T, typename V>
+bool assign(const std::optional<T>& parsed, V& v) {
+  if (parsed) v = static_cast<V>(*parsed);
+  return parsed.has_value();
+}
+
+// A field's value as text and back (false: the text is not one), for each type a field may have.
+std::string field_text(int64_t v) { return std::to_string(v); }
+std::string field_text(uint64_t v) { return std::to_string(v); }
+std::string field_text(double v) { return shortest_text(v); }
+std::string field_text(const std::string& v) { return v; }
+std::string field_text(DType v) { return dtype_name(v); }
+
+bool field_from_text(const std::string& s, int64_t& v) { return assign(whole_int(s), v); }
+bool field_from_text(const std::string& s, uint64_t& v) { return assign(whole_uint(s), v); }
+bool field_from_text(const std::string& s, double& v) { return assign(whole_double(s), v); }
+bool field_from_text(const std::string& s, std::string& v) { return v = s, true; }
+bool field_from_text(const std::string&, DType&) { return false; }  // no file records a dtype
+
+const char* field_kind(int64_t) { return "an integer"; }
+const char* field_kind(uint64_t) { return "an unsigned integer"; }
+const char* field_kind(double) { return "a number"; }
+const char* field_kind(const std::string&) { return "text"; }
+const char* field_kind(DType) { return "a dtype"; }
 
 }  // namespace
 
@@ -34,23 +62,19 @@ std::optional<int64_t> GPTConfig::parameter_bound() const {
 }
 
 void GPTConfig::validate() const {
-  for (auto [name, value] : {std::pair<const char*, int64_t>{"vocab_size", vocab_size}, {"n_positions", n_positions},
-                             {"n_layer", n_layer}, {"n_head", n_head}, {"n_embd", n_embd}, {"mlp_unit", mlp_unit},
-                             {"vocab_unit", vocab_unit}, {"the vocabulary padding multiple", vocab_pad}})
-    FLEXTP_CHECK(value <= kMaxModelSize, name, " ", value, " exceeds ", kMaxModelSize,
-                 ", the largest size flextp takes (token ids and positions are 32-bit)");
-  FLEXTP_CHECK(vocab_size > 0, "vocabulary size must be positive, got ", vocab_size);
-  FLEXTP_CHECK(n_positions > 0, "n_positions (sequence length) must be positive, got ", n_positions);
-  FLEXTP_CHECK(n_layer > 0, "n_layer must be positive, got ", n_layer);
-  FLEXTP_CHECK(n_head > 0, "n_head must be positive, got ", n_head);
-  FLEXTP_CHECK(n_embd > 0, "n_embd must be positive, got ", n_embd);
+  // Every whole-number field is a size or a count.
+  for_each_field(*this, [](const ConfigField& f, const auto& value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, int64_t>) {
+      FLEXTP_CHECK(value <= kMaxModelSize, f.name, " ", value, " exceeds ", kMaxModelSize,
+                   ", the largest size flextp takes (token ids and positions are 32-bit)");
+      FLEXTP_CHECK(value > 0, f.name, " must be positive, got ", value);
+    }
+  });
   FLEXTP_CHECK(n_embd % n_head == 0, "n_embd ", n_embd, " is not divisible by n_head ", n_head,
                ": every head needs n_embd / n_head channels");
-  FLEXTP_CHECK(mlp_unit > 0 && mlp_hidden() % mlp_unit == 0, "mlp_unit ", mlp_unit,
+  FLEXTP_CHECK(mlp_hidden() % mlp_unit == 0, "mlp_unit ", mlp_unit,
                " must divide the MLP width 4 * n_embd = ", mlp_hidden());
   mlp_registration(mlp);  // refuses an unknown kind, naming the known ones
-  FLEXTP_CHECK(vocab_unit > 0, "vocab_unit must be positive, got ", vocab_unit);
-  FLEXTP_CHECK(vocab_pad > 0, "the vocabulary padding multiple must be positive, got ", vocab_pad);
   FLEXTP_CHECK(dropout >= 0 && dropout < 1, "dropout must be in [0, 1), got ", dropout);
   FLEXTP_CHECK(dtype == DType::F32 || dtype == DType::F64, "model dtype must be f32 or f64");
   // A model that cannot fit is refused now, not after minutes of growing memory.
@@ -66,9 +90,32 @@ void GPTConfig::validate() const {
 }
 
 std::string GPTConfig::str() const {
-  return "n_layer " + std::to_string(n_layer) + ", n_head " + std::to_string(n_head) +
-         ", n_embd " + std::to_string(n_embd) + ", mlp " + mlp + ", vocab " + std::to_string(vocab_size) +
-         ", n_positions " + std::to_string(n_positions);
+  std::string out;
+  for_each_field(*this, [&](const ConfigField& f, const auto& value) {
+    if (f.shown) out += (out.empty() ? "" : ", ") + std::string(f.shown) + " " + field_text(value);
+  });
+  return out;
+}
+
+std::map<std::string, std::string> saved_fields(const GPTConfig& c) {
+  std::map<std::string, std::string> out;
+  for_each_field(c, [&](const ConfigField& f, const auto& value) {
+    if (f.saved) out[f.name] = field_text(value);
+  });
+  return out;
+}
+
+GPTConfig config_of_saved_fields(const std::map<std::string, std::string>& fields, const std::string& path) {
+  GPTConfig c;
+  for_each_field(c, [&](const ConfigField& f, auto& value) {
+    if (!f.saved) return;
+    auto it = fields.find(f.name);
+    FLEXTP_CHECK(it != fields.end() || f.if_missing, path, ": metadata has no '", f.name, "'");
+    const std::string& text = it != fields.end() ? it->second : std::string(f.if_missing);
+    FLEXTP_CHECK(field_from_text(text, value), path, ": metadata '", f.name, "' = '", text, "' is not ",
+                 field_kind(value));
+  });
+  return c;
 }
 
 }  // namespace flextp

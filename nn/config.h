@@ -1,6 +1,7 @@
 #pragma once
 // The shape of a GPT model, checked once, with messages that say which setting to change.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -39,11 +40,47 @@ struct GPTConfig {
   // the count does not fit 64 bits. Meaningful for sizes within kMaxModelSize.
   std::optional<int64_t> parameter_bound() const;
 
-  // Throws flextp::Error naming the first impossible setting: a size out of range, or a model
-  // whose weights alone exceed this machine's memory.
+  // Throws flextp::Error naming the first impossible setting (by its field name, which train
+  // turns into its flag): a size out of range, or a model whose weights alone exceed this machine's
+  // memory.
   void validate() const;
-  std::string str() const;
+  std::string str() const;  // the fields the run header shows: "n_layer 4, n_head 4, ..."
 };
+
+// What the rest of flextp knows of a GPTConfig field (for_each_field).
+struct ConfigField {
+  const char* name;  // in checkpoints' metadata, errors and train's flag declarations
+  const char* shown;  // in GPTConfig::str (the run header), or nullptr
+  // The model's shape: checkpoints record it (a resumed run must match it). A file written before
+  // the field existed lacks it and means `if_missing` (nullptr: such a file is refused).
+  bool saved;
+  const char* if_missing;
+};
+
+// Every field of GPTConfig, once, in the run header's order: a new model option is one line here
+// (and its use); checkpoints, validation, train's flags and the header follow from this list.
+// f(const ConfigField&, field&) is called for each; the field is an int64_t, double, uint64_t,
+// std::string or DType.
+template <typename Config, typename F>
+void for_each_field(Config& c, F&& f) {
+  f(ConfigField{"n_layer", "n_layer", true, nullptr}, c.n_layer);
+  f(ConfigField{"n_head", "n_head", true, nullptr}, c.n_head);
+  f(ConfigField{"n_embd", "n_embd", true, nullptr}, c.n_embd);
+  f(ConfigField{"mlp", "mlp", true, "gelu"}, c.mlp);  // files before the MLP kinds: GPT-2's
+  f(ConfigField{"vocab_size", "vocab", true, nullptr}, c.vocab_size);
+  f(ConfigField{"n_positions", "n_positions", true, nullptr}, c.n_positions);
+  f(ConfigField{"mlp_unit", nullptr, false, nullptr}, c.mlp_unit);
+  f(ConfigField{"vocab_unit", nullptr, false, nullptr}, c.vocab_unit);
+  f(ConfigField{"vocab_pad", nullptr, false, nullptr}, c.vocab_pad);
+  f(ConfigField{"dropout", nullptr, false, nullptr}, c.dropout);
+  f(ConfigField{"seed", nullptr, false, nullptr}, c.seed);
+  f(ConfigField{"dtype", nullptr, false, nullptr}, c.dtype);
+}
+
+// The saved fields as text, as checkpoints' metadata holds them, and back: `path` names the file
+// in errors (a missing field, a value that does not parse).
+std::map<std::string, std::string> saved_fields(const GPTConfig& c);
+GPTConfig config_of_saved_fields(const std::map<std::string, std::string>& fields, const std::string& path);
 
 // The name of block `layer` ("h.3", as in Hugging Face GPT-2): its parameters' prefix and the
 // first part of its unit groups' names.

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -128,4 +129,25 @@ TEST_CASE("train --help shows every flag's default") {
     INFO(opt->get_name());
     CHECK(!opt->get_default_str().empty());
   }
+}
+
+TEST_CASE("docs/flags.md's table of what a resumed run keeps is the declarations' (train/flags.cpp)") {
+  CLI::App app;
+  TrainOptions o;
+  OptionTable table = add_train_flags(app, o);
+  std::map<std::string, std::string> declared, documented;
+  for (const DeclaredOption& d : table.options())
+    if (d.resume != Resume::NotRecorded)
+      declared[d.option->get_name()] = d.resume == Resume::MustMatch ? "must match" : "may change";
+  std::ifstream in(FLEXTP_SOURCE_DIR "/docs/flags.md");
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) inside = line == "## What a resumed run keeps";
+    if (!inside || line.rfind("| `--", 0) != 0) continue;
+    std::vector<std::string> c = cells(line);
+    REQUIRE(c.size() == 2);
+    documented[trim(c[0])] = trim(c[1]);
+  }
+  CHECK(declared.size() >= 16);
+  CHECK(documented == declared);
 }

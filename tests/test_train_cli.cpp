@@ -65,8 +65,8 @@ TEST_CASE("a resumed run keeps the seed of its checkpoint; another --seed is ref
   CHECK(run_train(base + dir.file("same.jsonl") + " --seed 7 --load " + dir.file("m-step000003.st")).status == 0);
   Run other = run_train(base + dir.file("other.jsonl") + " --seed 8 --load " + dir.file("m-step000003.st"));
   CHECK(other.status == 1);
-  CHECK_MESSAGE(other.output.find("train: error: --seed 8 differs from the seed 7 that " + dir.file("m-step000003.st") +
-                                  " was trained with") != std::string::npos, other.output);
+  CHECK_MESSAGE(other.output.find("train: error: --seed 8 differs from the 7 of checkpoint " + dir.file("m-step000003.st") +
+                                  ": a resumed run keeps it") != std::string::npos, other.output);
   CHECK(!std::filesystem::exists(dir.file("other.jsonl")));
 }
 
@@ -175,7 +175,7 @@ TEST_CASE("bad flags, files and configurations end with a clear message and stat
              "--export-hf /proc/flextp (to be created in /proc): cannot write there");
   if (std::filesystem::exists(FLEXTP_SOURCE_DIR "/../shared/gpt2/vocab.bpe"))
     fails_with("--load " + dir.file("m.st") + " --seq-len 16 --tokenizer gpt2 --tokenizer-dir " FLEXTP_SOURCE_DIR "/../shared/gpt2 --data " + data,
-               "trained with --tokenizer byte, not gpt2");
+               "--tokenizer gpt2 differs from the byte of checkpoint");
 }
 
 TEST_CASE("--mlp swiglu trains and resumes with its checkpoint's kind; --export-hf and another --mlp are refused") {
@@ -190,7 +190,7 @@ TEST_CASE("--mlp swiglu trains and resumes with its checkpoint's kind; --export-
   CHECK(run_train(base + " --steps 3 --mlp swiglu --load " + dir.file("m.st")).status == 0);
   Run other = run_train(base + " --steps 3 --mlp gelu --load " + dir.file("m.st"));
   CHECK(other.status == 1);
-  CHECK_MESSAGE(other.output.find("train: error: --mlp gelu differs from the swiglu MLP of checkpoint " + dir.file("m.st")) !=
+  CHECK_MESSAGE(other.output.find("train: error: --mlp gelu differs from the swiglu of checkpoint " + dir.file("m.st")) !=
                     std::string::npos,
                 other.output);
   // Refused before the first step, not after the whole run.

@@ -6,13 +6,15 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "train/option_table.h"
 #include "train/options.h"
 
 namespace flextp {
 
-// Every flag of `train`, each showing its default, bound to `o`; also --config, --version and
-// --debug. The testing harness comes last, marked as such.
-void add_train_flags(CLI::App& app, TrainOptions& o);
+// Every flag of `train`, each declared once (train/option_table.h says what follows from a
+// declaration), each showing its default, bound to `o`; also --config, --version and --debug. The
+// testing harness comes last, marked as such. The table refers to `app` and `o`.
+OptionTable add_train_flags(CLI::App& app, TrainOptions& o);
 
 // Runs f, which reads what `flag` gave. The library's errors name the problem in its own terms;
 // this puts the flag in front, so the user knows what to change:

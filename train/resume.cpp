@@ -3,16 +3,36 @@
 #include <optional>
 
 #include "core/text_fields.h"
+#include "nn/hf_gpt2.h"
+#include "train/flags.h"
 
 namespace flextp {
 
-uint64_t resumed_seed(const std::string& load, uint64_t seed, bool seed_given) {
-  std::optional<uint64_t> saved = read_checkpoint_seed(load);
-  if (!saved) return seed;  // no optimizer state: loading the checkpoint will say so
-  FLEXTP_CHECK(!seed_given || seed == *saved, "--seed ", seed, " differs from the seed ", *saved, " that ", load,
-               " was trained with: a resumed run keeps its seed (its data order and dropout depend on it); leave "
-               "--seed out");
-  return *saved;
+namespace {
+
+// What checkpoint `path` records: its model config's saved fields and its "extra." entries. Files
+// written before options were recorded (before 2026-12-04) hold the seed in their optimizer state
+// alone, and their tokenizer as an extra entry.
+std::map<std::string, std::string> checkpoint_records(const std::string& path, bool eval_only) {
+  std::map<std::string, std::string> records = saved_fields(read_checkpoint_config(path));
+  for (const auto& [key, value] : read_checkpoint_extra(path)) records[key] = value;
+  if (eval_only) {
+    records.erase("seed");
+  } else if (!records.count("seed")) {
+    if (std::optional<uint64_t> seed = read_checkpoint_seed(path)) records["seed"] = std::to_string(*seed);
+  }
+  return records;
+}
+
+}  // namespace
+
+std::string take_recorded_options(const OptionTable& table, const TrainOptions& o) {
+  const CheckpointOptions& ck = o.checkpoint;
+  if (ck.load.empty() && ck.init_from_hf.empty()) return "";
+  auto given = [&](const std::string& flag) { return table.app().count(flag) > 0; };
+  if (!ck.load.empty()) return resume_options(table, checkpoint_records(ck.load, o.output.eval_only), ck.load, given);
+  const GPTConfig hf = with_flag("--init-from-hf", [&] { return read_hf_config(ck.init_from_hf); });
+  return resume_options(table, saved_fields(hf), ck.init_from_hf, given);
 }
 
 CosineSchedule run_schedule(const OptimizationOptions& o, const TrainState& loaded, bool resumed, std::string& said) {

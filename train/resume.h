@@ -1,18 +1,22 @@
 #pragma once
-// What a resumed run (--load) keeps of the run it continues: its seed, and its learning-rate
-// schedule even where --steps now differs (unless --reset-schedule).
+// What a run that starts from a checkpoint (--load) or a Hugging Face directory (--init-from-hf)
+// takes from it: the options the files record, by the one rule of train/option_table.h, and a
+// resumed run's learning-rate schedule even where --steps now differs (unless --reset-schedule).
 #include <cstdint>
 #include <string>
 
 #include "nn/checkpoint.h"
 #include "optim/schedule.h"
+#include "train/option_table.h"
 #include "train/options.h"
 
 namespace flextp {
 
-// The seed a resumed run goes on with: the checkpoint's (the batches and dropout masks of the
-// steps still to come depend on it). Another --seed given explicitly (`seed_given`) is refused.
-uint64_t resumed_seed(const std::string& load, uint64_t seed, bool seed_given);
+// Applies the resume rule to `table`'s options (bound to `o`) from what `o.checkpoint.load` records
+// (its model config, the options its run recorded) or `o.checkpoint.init_from_hf` (the model's
+// shape). --eval-only evaluates weights: it keeps their model and tokenizer and nothing of their
+// run's seed. Returns the log's lines for the options given anew.
+std::string take_recorded_options(const OptionTable& table, const TrainOptions& o);
 
 // The checkpoint metadata key of the schedule's length in steps (TrainState::extra).
 inline const char kScheduleSteps[] = "schedule_steps";
