@@ -37,7 +37,7 @@ std::vector<std::string> lines_matching(const std::vector<std::string>& places, 
   return found;
 }
 
-const std::vector<std::string> kProduct = {"core", "nn", "parallel", "optim", "data", "train", "tools", "train.cpp"};
+const std::vector<std::string> kProduct = {"core", "nn", "store", "parallel", "optim", "data", "train", "tools", "train.cpp"};
 
 }  // namespace
 

@@ -8,8 +8,8 @@
 
 #include "core/shape.h"
 #include "core/text_fields.h"
-#include "nn/checkpoint.h"
-#include "nn/hf_gpt2.h"
+#include "store/checkpoint.h"
+#include "store/hf_gpt2.h"
 #include "train/flags.h"
 
 namespace flextp {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "nn/checkpoint.h"
+#include "store/checkpoint.h"
 #include "optim/schedule.h"
 #include "train/options.h"
 

@@ -15,7 +15,7 @@
 #include "core/temp_files.h"
 #include "core/text_fields.h"
 #include "core/timer.h"
-#include "nn/snapshot_shard.h"
+#include "store/snapshot_shard.h"
 
 namespace flextp {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 // Snapshots for recovery after losing a host (--snapshot-dir, --snapshot-every). Every K steps
-// each rank of replica 0 (the others hold the same values) gathers its shard (nn/snapshot_shard.h)
+// each rank of replica 0 (the others hold the same values) gathers its shard (store/snapshot_shard.h)
 // and goes on: threads write it into its host's own directory, and a copy travels to a rank on the
 // next host, which keeps it in its own, while the next steps compute. The next snapshot first
 // waits for both, so that losing one host (its processes and its directory) loses at most K steps
@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "nn/checkpoint.h"
-#include "nn/snapshot_shard.h"
 #include "optim/optimizer.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/dp/grid.h"
+#include "store/checkpoint.h"
+#include "store/snapshot_shard.h"
 #include "train/log.h"
 #include "train/options.h"
 
