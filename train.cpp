@@ -18,6 +18,7 @@
 #include "store/hf_gpt2.h"
 #include "nn/mfu.h"
 #include "nn/units.h"
+#include "parallel/comm/byte_mail.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/comm/nccl_communicator.h"
 #include "parallel/comm/placement.h"
