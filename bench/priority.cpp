@@ -14,7 +14,6 @@
 #include "data/batches.h"
 #include "data/token_files.h"
 #include "data/tokenizer.h"
-#include "nn/checkpoint.h"
 #include "nn/gpt.h"
 #include "nn/units.h"
 #include "optim/clip.h"
@@ -22,6 +21,7 @@
 #include "optim/schedule.h"
 #include "parallel/balance/active_units.h"
 #include "parallel/balance/resizer.h"
+#include "store/checkpoint.h"
 
 using namespace flextp;
 

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "core/safetensors.h"
-#include "nn/checkpoint.h"
+#include "store/checkpoint.h"
 #include "fuzz/fuzz_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -227,7 +227,7 @@ fi
 grep -h "test cases:" "$LOGS"/tests_*.log | tee -a "$SUMMARY"
 
 # 4. The default model on the GPU (a corpus from the repository's own text: no fortunes there).
-cat README.md docs/*.md core/*.h nn/*.h parallel/*/*.h >"$LOGS/corpus.txt"
+cat README.md docs/*.md core/*.h nn/*.h store/*.h parallel/*/*.h >"$LOGS/corpus.txt"
 TRAIN_STEPS=$([ $QUICK -eq 1 ] && echo 100 || echo 300)
 step train-default train_default.log "$BUILD/train" --device cuda --data "$LOGS/corpus.txt" --steps "$TRAIN_STEPS" \
   --log-every 50 --eval-every 100 --metrics "$LOGS/train_default.jsonl" --sample 200

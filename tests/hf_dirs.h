@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/safetensors.h"
-#include "nn/checkpoint.h"
+#include "store/checkpoint.h"
 
 namespace flextp::test {
 

@@ -13,7 +13,7 @@
 #include "core/safetensors.h"
 #include "nn/config.h"
 #include "data/token_files.h"
-#include "nn/checkpoint.h"
+#include "store/checkpoint.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
 #include "core/parse_flags.h"
@@ -172,7 +172,7 @@ TEST_CASE("a checkpoint whose metadata its tensors do not back is refused before
 TEST_CASE("an optimizer-state file given for weights is named as such by every program, with the file to give") {
   Checkpoint ck;
   const std::string state = ck.path + ".state";
-  // Was: "tensor 'ln_f.weight' is missing (at .../nn/checkpoint.cpp:345)".
+  // Was: "tensor 'ln_f.weight' is missing (at .../store/checkpoint.cpp:345)".
   const std::string says = state + " is an optimizer-state file (adamw), not weights: give the weights file it was "
                                    "saved beside, " + ck.path + "\n";
   auto refused = [&](const Run& r, const char* program) {

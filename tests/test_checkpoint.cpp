@@ -11,8 +11,8 @@
 
 #include "core/autograd.h"
 #include "core/safetensors.h"
-#include "nn/checkpoint.h"
-#include "nn/checkpoint_files.h"
+#include "store/checkpoint.h"
+#include "store/checkpoint_files.h"
 #include "tests/gradcheck.h"
 #include "tests/small_gpt.h"
 #include "tests/temp_dir.h"

@@ -46,7 +46,7 @@ TEST_CASE("train names its flags where the model's settings are wrong") {
 TEST_CASE("library sources name no flag of train's in their messages") {
   const std::regex flag_in_string("\"[^\"]*--[a-z][a-z-]*[^\"]*\"");
   std::set<std::string> found;
-  for (const char* dir : {"core", "nn", "parallel", "optim", "data"})
+  for (const char* dir : {"core", "nn", "store", "parallel", "optim", "data"})
     for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(FLEXTP_SOURCE_DIR) + "/" + dir)) {
       std::string ext = e.path().extension().string();
       if (ext != ".cpp" && ext != ".h" && ext != ".cu") continue;

@@ -1,4 +1,4 @@
-// Importing Hugging Face GPT-2 directories (nn/hf_gpt2.h): transformers' names, buffers and tied
+// Importing Hugging Face GPT-2 directories (store/hf_gpt2.h): transformers' names, buffers and tied
 // head are read as saved; import then export is bitwise; a config or a file that does not fit is
 // named with what is wrong; an export of a GPT-2-vocabulary model carries the tokenizer files.
 // (Against transformers itself: tests/hf_transformers.py. At tp > 1: tests/mpi/test_hf_import.cpp.)
@@ -9,9 +9,9 @@
 
 #include "core/autograd.h"
 #include "core/safetensors.h"
-#include "nn/checkpoint.h"
-#include "nn/hf_gpt2.h"
 #include "optim/optimizer.h"
+#include "store/checkpoint.h"
+#include "store/hf_gpt2.h"
 #include "tests/hf_dirs.h"
 #include "tests/run_command.h"
 #include "tests/small_gpt.h"

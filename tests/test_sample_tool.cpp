@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "data/tokenizer.h"
-#include "nn/checkpoint.h"
 #include "nn/generate.h"
+#include "store/checkpoint.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
 

@@ -8,10 +8,11 @@
 
 #include "core/safetensors.h"
 #include "core/temp_files.h"
-#include "nn/snapshot_shard.h"
 #include "optim/optimizer.h"
 #include "parallel/tp/partition.h"
 #include "parallel/tp/unit_gather.h"
+#include "store/snapshot_shard.h"
+#include "store/snapshot_store.h"
 #include "tests/run_command.h"
 #include "tests/small_gpt.h"
 #include "tests/temp_dir.h"

@@ -1,6 +1,7 @@
 // Rules the sources keep, read from the files of the checkout: product code (the library, train
-// and the tools) includes nothing from bench/; no program bounds a number flag with CLI11's own
-// range checks, whose refusals print the bounds with std::to_string ("0.000000 to 1797...").
+// and the tools) includes nothing from bench/; each layer includes only the layers below it
+// (docs/design.md); no program bounds a number flag with CLI11's own range checks, whose refusals
+// print the bounds with std::to_string ("0.000000 to 1797...").
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -37,7 +38,7 @@ std::vector<std::string> lines_matching(const std::vector<std::string>& places, 
   return found;
 }
 
-const std::vector<std::string> kProduct = {"core", "nn", "parallel", "optim", "data", "train", "tools", "train.cpp"};
+const std::vector<std::string> kProduct = {"core", "nn", "store", "parallel", "optim", "data", "train", "tools", "train.cpp"};
 
 }  // namespace
 
@@ -50,4 +51,22 @@ TEST_CASE("no program bounds a number flag with CLI11's ranges") {
   const std::regex cli11_range(R"(CLI::(Range|Bound|NonNegativeNumber|PositiveNumber)\b)");
   for (const std::string& line : lines_matching({"core", "train", "train.cpp", "tools", "bench"}, cli11_range))
     FAIL_CHECK(line, ": bound it with core/parse_flags.h's at_least_zero, above_zero or within, which say the bound");
+}
+
+TEST_CASE("each layer includes only the layers below it") {
+  // nn/ is the model; store/ saves and loads it (and the optimizer's state); train/ runs both;
+  // parallel/ is what the model stands on. An include the other way ties a layer to its users.
+  const struct {
+    const char* layer;
+    const char* above;  // the folders it must not include from
+    const char* instead;
+  } rules[] = {
+      {"nn", "optim|train|store", "the model knows no optimizer, trainer or file format: move the dependency the other way"},
+      {"parallel", "nn|train|store", "parallelism knows no model, trainer or file format: pass it rows, units and bytes"},
+      {"store", "train", "the file formats know no trainer: pass them what they write"},
+  };
+  for (const auto& r : rules)
+    for (const std::string& line :
+         lines_matching({r.layer}, std::regex(std::string(R"(^\s*#\s*include\s*["<]()") + r.above + ")/")))
+      FAIL_CHECK(line, ": ", std::string(r.instead));
 }

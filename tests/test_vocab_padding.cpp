@@ -6,10 +6,10 @@
 
 #include "core/autograd.h"
 #include "core/safetensors.h"
-#include "nn/checkpoint.h"
 #include "nn/generate.h"
 #include "nn/init.h"
 #include "optim/optimizer.h"
+#include "store/checkpoint.h"
 #include "tests/temp_dir.h"
 
 using namespace flextp;

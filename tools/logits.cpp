@@ -14,9 +14,9 @@
 #include "core/parse_flags.h"
 #include "core/safetensors.h"
 #include "core/temp_files.h"
-#include "nn/checkpoint.h"
 #include "nn/gpt.h"
-#include "nn/hf_gpt2.h"
+#include "store/checkpoint.h"
+#include "store/hf_gpt2.h"
 
 using namespace flextp;
 

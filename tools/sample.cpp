@@ -10,9 +10,9 @@
 #include <map>
 
 #include "core/error.h"
-#include "nn/checkpoint.h"
+#include "store/checkpoint.h"
 #include "nn/generate.h"
-#include "nn/hf_gpt2.h"
+#include "store/hf_gpt2.h"
 #include "core/parse_flags.h"
 #include "data/tokenizer.h"
 

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "data/tokenizer.h"
-#include "nn/checkpoint.h"
 #include "nn/config.h"
 #include "parallel/comm/rank_agreement.h"
+#include "store/checkpoint.h"
 #include "train/corpus.h"
 #include "train/options.h"
 

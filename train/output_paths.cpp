@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "nn/checkpoint_files.h"
+#include "store/checkpoint_files.h"
 
 namespace flextp {
 

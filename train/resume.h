@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "nn/checkpoint.h"
+#include "store/checkpoint.h"
 #include "optim/schedule.h"
 #include "train/option_table.h"
 #include "train/options.h"

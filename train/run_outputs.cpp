@@ -4,8 +4,8 @@
 
 #include "core/temp_files.h"
 #include "data/tokenizer.h"
-#include "nn/checkpoint_files.h"
 #include "nn/generate.h"
+#include "store/checkpoint_files.h"
 #include "train/flags.h"
 
 namespace flextp {

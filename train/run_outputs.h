@@ -7,10 +7,10 @@
 #include <string>
 
 #include "data/tokenizer.h"
-#include "nn/checkpoint.h"
 #include "nn/gpt.h"
 #include "optim/optimizer.h"
 #include "parallel/comm/communicator.h"
+#include "store/checkpoint.h"
 #include "train/log.h"
 #include "train/options.h"
 #include "train/watchdog.h"

@@ -1,6 +1,6 @@
 #pragma once
 // Snapshots for recovery after losing a host (--snapshot-dir, --snapshot-every). Every K steps
-// each rank of replica 0 (the others hold the same values) gathers its shard (nn/snapshot_shard.h)
+// each rank of replica 0 (the others hold the same values) gathers its shard (store/snapshot_shard.h)
 // and goes on: threads write it into its host's own directory, and a copy travels to a rank on the
 // next host, which keeps it in its own, while the next steps compute. The next snapshot first
 // waits for both, so that losing one host (its processes and its directory) loses at most K steps
@@ -8,43 +8,23 @@
 // hosts it runs on hold, takes the newest snapshot whose files are all there, assembles it into an
 // ordinary checkpoint on rank 0's host, copies that to every host and resumes from it as --load
 // would: the same curve (step, data position, seed, schedule).
-//
-// In the directory: step000020-1a2b3c4d/replica0of2-rank1of2.shard (a shard of the run attempt
-// 1a2b3c4d; a host holds its own ranks' and the previous host's) and step000020-1a2b3c4d/whole.st
-// (+ .state), the checkpoint a recovery assembled, itself a complete snapshot. With data
-// parallelism replica 0's shards make a snapshot (the other replicas write none): it is lost
-// only where both a shard's host and the host of its copy are lost.
+// The names and the choice of snapshots on disk: store/snapshot_store.h. With data parallelism
+// replica 0's shards make a snapshot (the other replicas write none): it is lost only where both a
+// shard's host and the host of its copy are lost.
 #include <cstdint>
 #include <future>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "nn/checkpoint.h"
-#include "nn/snapshot_shard.h"
 #include "optim/optimizer.h"
-#include "parallel/comm/mpi_communicator.h"
+#include "parallel/comm/byte_mail.h"
 #include "parallel/dp/grid.h"
+#include "store/snapshot_shard.h"
 #include "train/log.h"
 #include "train/options.h"
 
 namespace flextp {
-
-// The files of snapshots that one host holds and that read whole (a shard that does not parse, a
-// checkpoint without its state, a temporary file: not listed), relative to `dir`.
-std::vector<std::string> snapshot_files(const std::string& dir);
-
-struct SnapshotChoice {
-  std::string name;                // "step000020-1a2b3c4d"
-  int64_t step = 0;
-  std::vector<std::string> files;  // relative to the directory: the shards in rank order, or the whole checkpoint
-  bool whole = false;
-};
-// The newest snapshot all of whose files some holder has (`held[h]`: holder h's snapshot_files):
-// the shards of every tensor-parallel rank of one replica, or an assembled checkpoint. None when
-// there is none.
-std::optional<SnapshotChoice> newest_complete_snapshot(const std::vector<std::vector<std::string>>& held);
 
 // Before training, on every rank (a collective over `mail`; null: one process). Without `resume`,
 // refuses a directory that holds snapshots on any host (another run's, or this one's to resume).

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "parallel/comm/byte_mail.h"
 #include "parallel/comm/mpi_communicator.h"
 
 namespace flextp {

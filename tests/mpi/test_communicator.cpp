@@ -1,6 +1,7 @@
 // Every collective of the MPI communicator against values computed by hand.
 #include <doctest/doctest.h>
 
+#include "parallel/comm/byte_mail.h"
 #include "tests/mpi/mpi_context.h"
 
 using namespace flextp;

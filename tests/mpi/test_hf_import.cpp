@@ -3,9 +3,9 @@
 #include <doctest/doctest.h>
 
 #include "core/autograd.h"
-#include "nn/checkpoint.h"
-#include "nn/hf_gpt2.h"
 #include "optim/optimizer.h"
+#include "store/checkpoint.h"
+#include "store/hf_gpt2.h"
 #include "tests/hf_dirs.h"
 #include "tests/mpi/mpi_context.h"
 #include "tests/mpi/tiny_gpt.h"

@@ -7,9 +7,9 @@
 
 #include "core/autograd.h"
 #include "core/random.h"
-#include "nn/checkpoint.h"
 #include "parallel/tp/repartition.h"
 #include "parallel/tp/unit_gather.h"
+#include "store/checkpoint.h"
 #include "tests/mpi/mpi_context.h"
 #include "tests/mpi/tiny_gpt.h"
 

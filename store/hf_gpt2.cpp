@@ -1,4 +1,4 @@
-#include "nn/hf_gpt2.h"
+#include "store/hf_gpt2.h"
 
 #include <cmath>
 #include <cstring>
@@ -10,7 +10,7 @@
 
 #include "core/safetensors.h"
 #include "data/token_files.h"
-#include "nn/checkpoint.h"
+#include "store/checkpoint.h"
 
 namespace flextp {
 namespace {

@@ -2,11 +2,11 @@
 // A snapshot's shard: one rank's rows of every parameter and of its optimizer slots, in flextp's
 // own layout, with the units it holds named in the metadata. Each rank writes its own, with no
 // communication (train/snapshots.h); the shards of all ranks of one snapshot assemble into an
-// ordinary checkpoint (nn/checkpoint.h), which a run on any grid resumes from.
+// ordinary checkpoint (store/checkpoint.h), which a run on any grid resumes from.
 #include <string>
 #include <vector>
 
-#include "nn/checkpoint.h"
+#include "store/checkpoint.h"
 
 namespace flextp {
 

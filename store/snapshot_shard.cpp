@@ -1,4 +1,4 @@
-#include "nn/snapshot_shard.h"
+#include "store/snapshot_shard.h"
 
 #include <set>
 

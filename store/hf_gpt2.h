@@ -1,5 +1,5 @@
 #pragma once
-// Hugging Face GPT-2 directories, the other way than export_hf (nn/checkpoint.h): reading one
+// Hugging Face GPT-2 directories, the other way than export_hf (store/checkpoint.h): reading one
 // that transformers saved (config.json + model.safetensors, e.g. GPT2LMHeadModel.save_pretrained
 // or a download of "gpt2") into a flextp model at any partition, to train or fine-tune from; and
 // the tokenizer files an export of a GPT-2-vocabulary model carries.

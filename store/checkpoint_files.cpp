@@ -1,4 +1,4 @@
-#include "nn/checkpoint_files.h"
+#include "store/checkpoint_files.h"
 
 #include <unistd.h>
 

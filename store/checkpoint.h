@@ -49,7 +49,7 @@ void load_weights(const SafetensorsFile& f, const std::string& path, GPT& model)
 // loads as GPT2LMHeadModel.from_pretrained(DIR). Rank 0 writes; every rank takes part. Refuses a
 // model that is not GPT-2 (check_gpt2_exportable), before any file is written. With gpt2_dir (the
 // directory of GPT-2's encoder.json and vocab.bpe, for a model on GPT-2's vocabulary) the export
-// also carries the tokenizer (nn/hf_gpt2.h: write_hf_gpt2_tokenizer).
+// also carries the tokenizer (store/hf_gpt2.h: write_hf_gpt2_tokenizer).
 void export_hf(const std::string& dir, GPT& model, Communicator* comm = nullptr, const std::string& gpt2_dir = "");
 // Throws unless a model of this config is a GPT-2 (its MLP kind is GPT-2's).
 void check_gpt2_exportable(const GPTConfig& c);

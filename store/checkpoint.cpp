@@ -1,4 +1,4 @@
-#include "nn/checkpoint.h"
+#include "store/checkpoint.h"
 
 #include <cerrno>
 #include <cmath>
@@ -17,9 +17,9 @@
 #include "core/safetensors.h"
 #include "core/temp_files.h"
 #include "core/text_fields.h"
-#include "nn/hf_gpt2.h"
 #include "nn/mlp.h"
 #include "parallel/tp/unit_gather.h"
+#include "store/hf_gpt2.h"
 
 namespace flextp {
 
