@@ -6,6 +6,7 @@
 #include "optim/clip.h"
 #include "parallel/comm/gather_rows.h"
 #include "parallel/dp/micro_batches.h"
+#include "train/step_exchange.h"
 
 namespace flextp {
 
@@ -40,19 +41,18 @@ Trainer::Bookkeeping Trainer::exchange_bookkeeping(const GradSquares& squares, i
   clock_.timed([&] {
     // The clock has just closed its compute segment: its counters hold the step up to here.
     out.compute_ms = clock_.compute_ms(), out.wait_ms = clock_.wait_ms();
-    std::vector<double> mine =
-        balancer_.report(out.compute_ms + tail_.compute_ms, out.wait_ms + tail_.wait_ms).to_wire();
-    mine.push_back(squares.split);
-    mine.push_back(squares.replicated);
-    mine.push_back(stop_request);
-    rows = all_gather_rows(clock_.untimed(), mine);
+    StepExchange mine;
+    mine.report = balancer_.report(out.compute_ms + tail_.compute_ms, out.wait_ms + tail_.wait_ms);
+    mine.squares = squares;
+    mine.stop_request = stop_request;
+    rows = all_gather_rows(clock_.untimed(), mine.to_wire());
   });
   std::vector<GradSquares> ranks;
-  for (std::vector<double>& row : rows) {
-    out.stop = std::max(out.stop, static_cast<int>(row.back()));
-    ranks.push_back({row[row.size() - 3], row[row.size() - 2]});
-    row.resize(row.size() - 3);
-    out.reports.push_back(RankReport::from_wire(row));
+  for (const std::vector<double>& row : rows) {
+    StepExchange theirs = StepExchange::from_wire(row);
+    out.stop = std::max(out.stop, theirs.stop_request);
+    ranks.push_back(theirs.squares);
+    out.reports.push_back(theirs.report);
   }
   out.norm = norm_of(ranks);
   return out;

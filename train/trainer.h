@@ -110,6 +110,7 @@ class Trainer {
   // collective waits for the slowest rank's next time slice, so one exchange, not two. The row
   // holds the clock's counts up to the exchange plus the previous step's tail after it (the
   // optimizer): over the steps every ms is counted once, as when the row travelled at the end.
+  // What travels: train/step_exchange.h.
   struct Tail {
     double compute_ms = 0, wait_ms = 0;
   };
