@@ -51,8 +51,14 @@ struct Seen {
     if (fast.empty()) fast = speeds;
     for (double& x : speeds) x *= base;
     for (double& x : fast) x *= base;
-    return Observation{step, rank, rows, speeds, fast, partition, costs, comm, importance, since_move, -1,
-                       [this](const std::vector<double>&) { return ++share_calls, share; }, {}};
+    Observation o(rows, partition, costs, comm, importance);
+    o.step = step;
+    o.rank = rank;
+    o.speeds = speeds;
+    o.fast_speeds = fast;
+    o.since_move = since_move;
+    o.skipped_share = [this](const std::vector<double>&) { return ++share_calls, share; };
+    return o;
   }
 };
 
