@@ -144,7 +144,7 @@ class SimulatedRanks {
       threads.emplace_back([&, r] {
         try {
           balancers_[r]->observe_gradients(params_[r], step);
-          out[r] = balancers_[r]->after_step(rows, params_[r], {"m", "v"});
+          out[r] = balancers_[r]->after_step(step + 1, rows, params_[r], {"m", "v"});
         } catch (...) {
           failed[r] = std::current_exception();
           meeting_.fail();

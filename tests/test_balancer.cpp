@@ -98,7 +98,7 @@ struct DrivenBalancer {
       const double work = balancer->work_of(r);
       reports.push_back({work / comm.speed[r], 0.0, work, balancer->unit_counts(r)});
     }
-    return balancer->after_step(reports, params, {"m", "v"});
+    return balancer->after_step(steps, reports, params, {"m", "v"});
   }
   // The choices of n steps at this speed, space-separated.
   std::string steps_at(int n, double speed0) {
@@ -313,6 +313,46 @@ TEST_CASE("the balancing decision carries the replicas' window shares") {
   DrivenBalancer own("none", 100, std::make_unique<SwappedShares>());
   own.balancer->observe_replicas({by_speed, {1, 3}, 0, true});
   CHECK(own.step(1).shares == std::vector<int64_t>{6, 2});
+}
+
+// Keeps, and remembers the step of every observation it saw.
+class StepsSeen : public BalancePolicy {
+ public:
+  std::vector<int64_t>* seen;
+  explicit StepsSeen(std::vector<int64_t>* s) : seen(s) {}
+  Decision decide(const Observation& o) override { return seen->push_back(o.step), keep_at(o, o.speeds); }
+};
+
+TEST_CASE("a policy's observation counts training steps: a resumed run's balancer goes on from its step") {
+  std::vector<int64_t> seen;
+  DrivenBalancer fresh("none", 100, std::make_unique<StepsSeen>(&seen));
+  fresh.step(1), fresh.step(1);
+  CHECK(seen == std::vector<int64_t>{1, 2});
+  seen.clear();
+  DrivenBalancer resumed("none", 100, std::make_unique<StepsSeen>(&seen));
+  resumed.steps = 40;  // resumed from a checkpoint of step 40: its monitor starts empty
+  resumed.step(1), resumed.step(1);
+  CHECK(seen == std::vector<int64_t>{41, 42});
+}
+
+TEST_CASE("the balancer watches the links: its step result says when the group's least wait rose and stayed up") {
+  DrivenBalancer d("none");
+  auto at = [&](double wait) {  // a step in which both ranks compute 10 ms and wait `wait` ms
+    std::vector<RankReport> reports;
+    for (int r = 0; r < 2; ++r) reports.push_back({10.0, wait, d.balancer->work_of(r), d.balancer->unit_counts(r)});
+    return d.balancer->after_step(++d.steps, reports, d.params, {"m", "v"});
+  };
+  for (int i = 0; i < 5; ++i) CHECK(at(2.0).link.event == LinkWatch::Event::None);
+  const BalanceStep blip = at(80.0);
+  CHECK(blip.link.comm_ms == 80.0);
+  CHECK(blip.link.event == LinkWatch::Event::None);
+  CHECK(blip.ranks.size() == 2);  // the monitor's table of the step
+  const BalanceStep slowed = at(80.0);
+  CHECK(slowed.link.event == LinkWatch::Event::Slowed);
+  CHECK(slowed.link.slow);
+  CHECK(slowed.link.usual_ms == doctest::Approx(2.0));
+  at(2.0);
+  CHECK(at(2.0).link.event == LinkWatch::Event::Recovered);
 }
 
 TEST_CASE("closed loop: a move that pays is kept; one that makes the steps slower is undone within its window") {

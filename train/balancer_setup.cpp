@@ -31,7 +31,9 @@ std::unique_ptr<Balancer> make_balancer(StepClock& clock, const ProcessGroups& g
   CommCostModel model = communication_model(clock.untimed(), o, c, costs, device, groups.micro_windows);
   clock.set_reduce_method(model.reduce);
   if (clock.size() > 1) log.say("communication (fitted on this communicator):\n%s", model.table().c_str());
-  return std::make_unique<Balancer>(clock.untimed(), costs, partition, model, o.balancing);
+  BalanceOptions balancing = o.balancing;
+  balancing.replicas = groups.grid.dp;
+  return std::make_unique<Balancer>(clock.untimed(), costs, partition, model, balancing);
 }
 
 }  // namespace flextp

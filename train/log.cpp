@@ -81,7 +81,7 @@ void TrainLog::step(const StepReport& r) {
   if ((r.step - 1) % log_every_ == 0 || r.step == first_ || r.last) {
     say("step %5lld | loss %.4f | lr %.2e | %7.1f ms | %8.0f tok/s%s\n", (long long)r.step, r.loss, r.lr, r.ms,
         r.tokens_per_s, progress_.suffix().c_str());
-    say("%s", rank_table(r.ranks).c_str());
+    say("%s", rank_table(r.balance.ranks).c_str());
     say("%s", replica_table(r.replicas).c_str());
     if (r.grid.dp > 1 && r.dp_sync.ring_bytes > 0)  // rank 0's part of the gradient sum
       say("  gradient sum: %.2f MB sent, %.2fx a ring all-reduce's; %lld unit(s) exchanged between replicas; "
@@ -99,13 +99,13 @@ void TrainLog::step(const StepReport& r) {
         r.balance.trial.c_str(), r.balance.trial_before_ms, r.balance.trial_after_ms,
         100 * (r.balance.trial_after_ms / r.balance.trial_before_ms - 1), -100 * r.balance.predicted_gain,
         r.balance.trial == "undone" ? "; undone now, no new try for a while" : "");
-  if (r.link.event == LinkWatch::Event::Slowed)
+  if (r.balance.link.event == LinkWatch::Event::Slowed)
     say("step %5lld | link slowed: communication %.1f ms a step against %.1f usual, on the %s; the ranks' "
         "compute is as before, so nothing moves for it\n",
-        (long long)r.step, r.link.comm_ms, r.link.usual_ms, links_.c_str());
-  if (r.link.event == LinkWatch::Event::Recovered)
+        (long long)r.step, r.balance.link.comm_ms, r.balance.link.usual_ms, links_.c_str());
+  if (r.balance.link.event == LinkWatch::Event::Recovered)
     say("step %5lld | link recovered: communication %.1f ms a step (usual %.1f), on the %s\n", (long long)r.step,
-        r.link.comm_ms, r.link.usual_ms, links_.c_str());
+        r.balance.link.comm_ms, r.balance.link.usual_ms, links_.c_str());
   if (r.balance.plan.migrate)
     say("step %5lld | %s; moved in %.1f ms; units per rank now %s\n", (long long)r.step,
         r.balance.plan.str().c_str(), r.balance.migrate_ms, r.partition_text.c_str());
@@ -120,9 +120,9 @@ void TrainLog::metrics(const StepReport& r) {
   nlohmann::json line = {{"step", r.step}, {"lr", r.lr}, {"ms", r.ms}, {"tokens_per_s", r.tokens_per_s},
                          {"loss", finite_or_null(r.loss)}, {"grad_norm", finite_or_null(r.grad_norm)}};
   if (r.skipped) line["skipped"] = true;
-  if (!r.ranks.empty()) {
+  if (!r.balance.ranks.empty()) {
     nlohmann::json ranks = nlohmann::json::array();
-    for (const RankRow& row : r.ranks)
+    for (const RankRow& row : r.balance.ranks)
       ranks.push_back({{"compute_ms", row.compute_ms}, {"wait_ms", row.wait_ms}, {"units", row.units.named()},
                        {"speed", row.speed}});
     line["ranks"] = ranks;
@@ -154,12 +154,12 @@ void TrainLog::metrics(const StepReport& r) {
     line["dp_sync_extra_units"] = r.dp_sync.extra_units;
     line["dp_sync_ms"] = r.dp_sync.sum_ms;  // the sum's time after the backward: what the step waited for
   }
-  if (!r.ranks.empty() || r.grid.dp > 1) {
-    line["comm_ms"] = r.link.comm_ms;  // the least wait of any rank: the transfers' own time
-    line["link_slow"] = r.link.slow;
-    if (r.link.event != LinkWatch::Event::None)
-      line["link"] = {{"event", r.link.event == LinkWatch::Event::Slowed ? "slowed" : "recovered"},
-                      {"usual_ms", r.link.usual_ms}, {"links", links_}};
+  if (!r.balance.ranks.empty() || r.grid.dp > 1) {
+    line["comm_ms"] = r.balance.link.comm_ms;  // the least wait of any rank: the transfers' own time
+    line["link_slow"] = r.balance.link.slow;
+    if (r.balance.link.event != LinkWatch::Event::None)
+      line["link"] = {{"event", r.balance.link.event == LinkWatch::Event::Slowed ? "slowed" : "recovered"},
+                      {"usual_ms", r.balance.link.usual_ms}, {"links", links_}};
   }
   if (r.val_loss) line["val_loss"] = *r.val_loss;
   metrics_ << line.dump() << "\n" << std::flush;

@@ -6,6 +6,7 @@
 #include "optim/clip.h"
 #include "parallel/comm/gather_rows.h"
 #include "parallel/dp/micro_batches.h"
+#include "train/step_exchange.h"
 
 namespace flextp {
 
@@ -40,19 +41,18 @@ Trainer::Bookkeeping Trainer::exchange_bookkeeping(const GradSquares& squares, i
   clock_.timed([&] {
     // The clock has just closed its compute segment: its counters hold the step up to here.
     out.compute_ms = clock_.compute_ms(), out.wait_ms = clock_.wait_ms();
-    std::vector<double> mine =
-        balancer_.report(out.compute_ms + tail_.compute_ms, out.wait_ms + tail_.wait_ms).to_wire();
-    mine.push_back(squares.split);
-    mine.push_back(squares.replicated);
-    mine.push_back(stop_request);
-    rows = all_gather_rows(clock_.untimed(), mine);
+    StepExchange mine;
+    mine.report = balancer_.report(out.compute_ms + tail_.compute_ms, out.wait_ms + tail_.wait_ms);
+    mine.squares = squares;
+    mine.stop_request = stop_request;
+    rows = all_gather_rows(clock_.untimed(), mine.to_wire());
   });
   std::vector<GradSquares> ranks;
-  for (std::vector<double>& row : rows) {
-    out.stop = std::max(out.stop, static_cast<int>(row.back()));
-    ranks.push_back({row[row.size() - 3], row[row.size() - 2]});
-    row.resize(row.size() - 3);
-    out.reports.push_back(RankReport::from_wire(row));
+  for (const std::vector<double>& row : rows) {
+    StepExchange theirs = StepExchange::from_wire(row);
+    out.stop = std::max(out.stop, theirs.stop_request);
+    ranks.push_back(theirs.squares);
+    out.reports.push_back(theirs.report);
   }
   out.norm = norm_of(ranks);
   return out;
@@ -128,26 +128,15 @@ StepReport Trainer::step(int64_t step, const std::function<int()>& stop_request)
   // Each replica balances its own group from its own group's table: a slow rank moves (or skips)
   // units in its replica only. The gradient sum learns the other replicas' partitions when they
   // change (parallel/dp/gradient_sync.h); waiting there for a slower replica counts as waiting.
-  r.balance = balancer_.after_step(kept.reports, params_, opt_.slot_names());
-  // The transfers' own time: the least wait of the group's ranks, and with several replicas the
-  // least over all of them (a slower replica makes the others wait in the gradient sum).
-  r.link.comm_ms = least_wait_ms(balancer_.monitor().table());  // the monitor holds kept.reports now
+  r.balance = balancer_.after_step(r.step, kept.reports, params_, opt_.slot_names());
   if (several_replicas()) {  // the replicas' speeds of this step; the next step's shares
     r.replicas = shares_.after_step(clock_.untimed(), *replicas_.comm, windows_ms, windows.second,
-                                    r.balance.shares, r.link.comm_ms);
-    r.link.comm_ms = r.replicas.least_wait_ms;
-    balancer_.observe_replicas(shares_.view());
+                                    r.balance.shares, r.balance.link.comm_ms);
+    balancer_.observe_replicas(shares_.view(), r.replicas.least_wait_ms, r.balance);
   }
   r.ms = now_ms() - t0;
   r.tokens_per_s = static_cast<double>(settings_.batch * settings_.seq_len) / (r.ms / 1000.0);
-  if (clock_.size() > 1 || several_replicas()) {
-    r.link.event = link_watch_.record(r.link.comm_ms, step_ms_of(balancer_.monitor().table()));
-    r.link.slow = link_watch_.slow(), r.link.usual_ms = link_watch_.usual_ms();
-  }
-  if (clock_.size() > 1) {
-    r.ranks = balancer_.monitor().table();
-    if (r.balance.plan.migrate) r.partition_text = balancer_.partition().str();
-  }
+  if (r.balance.plan.migrate && clock_.size() > 1) r.partition_text = balancer_.partition().str();
   return r;
 }
 

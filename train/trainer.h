@@ -19,7 +19,6 @@
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "parallel/balance/balancer.h"
-#include "parallel/balance/link_watch.h"
 #include "parallel/balance/step_clock.h"
 #include "parallel/dp/gradient_sync.h"
 #include "parallel/dp/grid.h"
@@ -38,21 +37,12 @@ struct StepReport {
   // rank in this step's exchange: all stop after this step (train/stop_signals.h). 0: go on.
   int stop_signal = 0;
   double ms = 0, tokens_per_s = 0;        // the whole step, the balancer's work included
-  BalanceStep balance;                    // the plan, the policy's choice, the bytes moved
-  // With several ranks: the monitor's table after this step, and the partition after a migration.
-  std::vector<RankRow> ranks;
-  std::string partition_text;
+  BalanceStep balance;                    // the plan, the policy's choice, the bytes moved, the links
+  std::string partition_text;  // with several ranks: the partition after a migration
   std::optional<double> val_loss;  // set by the loop on the steps it evaluates
   Grid grid;                       // the process grid, and this rank's place in it
   GradientSyncStats dp_sync;       // the data-parallel gradient sum of this step
   ReplicaView replicas;            // several replicas: each one's windows in this step and speed
-  // With several ranks: the step's communication time (the least wait of the group's ranks), its
-  // usual level, and whether the links slowed or recovered in this step (parallel/balance/link_watch.h).
-  struct Link {
-    double comm_ms = 0, usual_ms = 0;
-    bool slow = false;
-    LinkWatch::Event event = LinkWatch::Event::None;
-  } link;
 };
 
 // This rank's replica in a data x tensor parallel grid (parallel/dp/grid.h). By default one
@@ -110,6 +100,7 @@ class Trainer {
   // collective waits for the slowest rank's next time slice, so one exchange, not two. The row
   // holds the clock's counts up to the exchange plus the previous step's tail after it (the
   // optimizer): over the steps every ms is counted once, as when the row travelled at the end.
+  // What travels: train/step_exchange.h.
   struct Tail {
     double compute_ms = 0, wait_ms = 0;
   };
@@ -120,7 +111,6 @@ class Trainer {
     int stop = 0;  // the largest stop request of the group's ranks
   };
   Tail tail_;  // the clock's counts after the last step's exchange
-  LinkWatch link_watch_;
   Bookkeeping exchange_bookkeeping(const GradSquares& squares, int stop_request);
 
   // Clips the gradients to the global norm `norm` and steps the optimizer; a step whose loss or

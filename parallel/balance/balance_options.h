@@ -27,6 +27,9 @@ struct BalanceOptions {
   int64_t probe_first = 2, probe_max = 32;
   // The closed loop around every move and resize (parallel/balance/trials.h).
   TrialOptions trials;
+  // Not a flag: the run's data-parallel replicas (train/balancer_setup.cpp). With several, the
+  // links are judged over all of them (Balancer::observe_replicas), not over this group alone.
+  int replicas = 1;
 };
 
 }  // namespace flextp

@@ -104,8 +104,21 @@ RankReport Balancer::report(double compute_ms, double wait_ms) const {
   return {compute_ms, wait_ms, work_of(comm_.rank()), unit_counts(comm_.rank())};
 }
 
-BalanceStep Balancer::after_step(const std::vector<RankReport>& reports, const std::vector<Parameter*>& params,
-                                 const std::vector<std::string>& slots) {
+Observation Balancer::observe(int64_t step, const std::vector<Parameter*>& params) {
+  Observation seen(monitor_.table(), partition_, model_, comm_model_, resizer_);
+  seen.step = step;
+  seen.rank = comm_.rank();
+  seen.speeds = corrected_speeds(monitor_.speeds(), correction_);
+  seen.fast_speeds = corrected_speeds(monitor_.fast_speeds(), correction_);
+  seen.since_move = since_move_;
+  seen.migration_cost_ms = migration_cost_ms_;
+  seen.skipped_share = [this, &params](const std::vector<double>& speed) { return skipped_share(params, speed); };
+  seen.replicas = replicas_;
+  return seen;
+}
+
+BalanceStep Balancer::after_step(int64_t step, const std::vector<RankReport>& reports,
+                                 const std::vector<Parameter*>& params, const std::vector<std::string>& slots) {
   monitor_.record(reports);
   ++since_move_;
   observe_settling();
@@ -115,20 +128,20 @@ BalanceStep Balancer::after_step(const std::vector<RankReport>& reports, const s
   for (const RankRow& r : monitor_.table()) every_unit = every_unit && r.units.skipped == 0;
   const TrialEvent verdict =
       judged ? trials_.observe(step_ms_of(monitor_.table()), monitor_.speeds(), every_unit) : TrialEvent::none;
-  Observation seen{monitor_.samples(), comm_.rank(), monitor_.table(),
-                   corrected_speeds(monitor_.speeds(), correction_), corrected_speeds(monitor_.fast_speeds(), correction_),
-                   partition_, model_, comm_model_, resizer_, since_move_, migration_cost_ms_,
-                   [&](const std::vector<double>& speed) { return skipped_share(params, speed); }, replicas_};
+  const Observation seen = observe(step, params);
   Decision d = comm_.size() == 1 ? keep_at(seen, seen.speeds) : policy_->decide(seen);
   if (d.shares.empty() && seen.replicas.replicas() > 1) d.shares = policy_->window_shares(seen);
   BalanceStep out;
   out.shares = d.shares;
   out.correction = correction_;
+  out.link.comm_ms = least_wait_ms(monitor_.table());  // the transfers' own time in the group
+  if (comm_.size() > 1) out.ranks = monitor_.table();
+  if (o_.replicas == 1 && comm_.size() > 1) watch_links(out.link);
   if (verdict != TrialEvent::none) {
     judge(verdict, params, slots, out);
     if (verdict == TrialEvent::undone) return out;  // the undo is this step's change
   }
-  if (judged) screen(d, seen, out);
+  if (judged) admit_to_trial(d, seen, out);
   out.plan = d.plan;
   out.action = d.action;
   out.choice = action_name(d.action);
@@ -142,6 +155,17 @@ BalanceStep Balancer::after_step(const std::vector<RankReport>& reports, const s
   }
   last_action_ = d.action;
   return out;
+}
+
+void Balancer::observe_replicas(ReplicaView replicas, double least_wait_ms, BalanceStep& step) {
+  observe_replicas(std::move(replicas));
+  step.link.comm_ms = least_wait_ms;  // a slower replica makes the others wait in the gradient sum
+  watch_links(step.link);
+}
+
+void Balancer::watch_links(BalanceStep::Link& link) {
+  link.event = link_watch_.record(link.comm_ms, step_ms_of(monitor_.table()));
+  link.slow = link_watch_.slow(), link.usual_ms = link_watch_.usual_ms();
 }
 
 void Balancer::judge(TrialEvent verdict, const std::vector<Parameter*>& params, const std::vector<std::string>& slots,
@@ -171,7 +195,7 @@ void Balancer::judge(TrialEvent verdict, const std::vector<Parameter*>& params, 
   last_action_ = out.action;
 }
 
-void Balancer::screen(Decision& d, const Observation& seen, BalanceStep& out) {
+void Balancer::admit_to_trial(Decision& d, const Observation& seen, BalanceStep& out) {
   const bool resizing = last_action_ == Action::resize || last_action_ == Action::probe;
   if (resizing && d.action == Action::keep && trials_.under_way() && trials_.change() == Change::resize) {
     trials_.cancel();  // the policy ended its resizing before the verdict

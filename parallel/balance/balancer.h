@@ -13,6 +13,7 @@
 
 #include "core/parameter.h"
 #include "parallel/balance/balance_options.h"
+#include "parallel/balance/link_watch.h"
 #include "parallel/balance/monitor.h"
 #include "parallel/balance/planner.h"
 #include "parallel/balance/policy.h"
@@ -34,6 +35,15 @@ struct BalanceStep {
   bool explored = false;
   double trial_before_ms = 0, trial_after_ms = 0, predicted_gain = 0;
   std::vector<double> correction;  // the learned per-rank correction after this step (trials.h)
+  std::vector<RankRow> ranks;      // with several ranks: the monitor's table after this step
+  // With several ranks or replicas: the step's communication time (the least wait of the group's
+  // ranks, or of every replica's), its usual level, and whether the links slowed or recovered in
+  // this step (link_watch.h).
+  struct Link {
+    double comm_ms = 0, usual_ms = 0;
+    bool slow = false;
+    LinkWatch::Event event = LinkWatch::Event::None;
+  } link;
 };
 
 class Balancer {
@@ -50,12 +60,15 @@ class Balancer {
   RankReport report(double compute_ms, double wait_ms) const;
   // Every rank's report of the step (in rank order, all-gathered: the trainer sends them with
   // the gradient norm's squares in one collective): measure, judge the change under trial, and
-  // carry out what the policy decides.
-  BalanceStep after_step(const std::vector<RankReport>& reports, const std::vector<Parameter*>& params,
+  // carry out what the policy decides. `step`: the training step just run, counted from 1.
+  BalanceStep after_step(int64_t step, const std::vector<RankReport>& reports, const std::vector<Parameter*>& params,
                          const std::vector<std::string>& slots);
   // With data parallelism: the replicas as measured after a step, for the next decision (the
   // trainer's WindowShares gathers them after after_step).
   void observe_replicas(ReplicaView replicas) { replicas_ = std::move(replicas); }
+  // The same, with the least wait of any rank of any replica in the step, which `step`'s links
+  // are judged by (BalanceOptions::replicas > 1: after_step leaves them to this).
+  void observe_replicas(ReplicaView replicas, double least_wait_ms, BalanceStep& step);
   // With resizing: after backward, before the optimizer (importance needs the gradients).
   void observe_gradients(const std::vector<Parameter*>& params, int64_t step);
   const Partition& partition() const { return partition_; }
@@ -91,10 +104,20 @@ class Balancer {
   // by its factor before a policy sees it (1: the model was right).
   std::vector<double> correction_;
   Action last_action_ = Action::keep;
+  LinkWatch link_watch_;
 
+  // Records this step's communication time `link.comm_ms` in the link watch; fills in the rest.
+  void watch_links(BalanceStep::Link& link);
+  // What the policy sees after this step (policy.h).
+  Observation observe(int64_t step, const std::vector<Parameter*>& params);
   void judge(TrialEvent verdict, const std::vector<Parameter*>& params, const std::vector<std::string>& slots,
              BalanceStep& out);
-  void screen(Decision& d, const Observation& seen, BalanceStep& out);
+  // The closed loop's gate on the policy's decision `d` (trials.h), which it may rewrite: a move or
+  // a start of resizing becomes a trial ("try") when the loop allows one, a keep otherwise (one
+  // change at a time, none while backing off, none back to a partition found worse); under steady
+  // but slow steps an exploring policy's keep may become the model's best move; resizing the
+  // policy ends before its verdict cancels its trial. A later step's verdict may undo it (judge).
+  void admit_to_trial(Decision& d, const Observation& seen, BalanceStep& out);
 
   void observe_settling();
   double skipped_share(const std::vector<Parameter*>& params, const std::vector<double>& speed);

@@ -23,8 +23,14 @@
 
 namespace flextp {
 
+// Built by name: the constructor takes what the observation refers to (each of its own type, so
+// none can stand in another's place), the other fields are assigned one by one (Balancer::observe).
 struct Observation {
-  int64_t step = 0;  // samples the monitor holds, this step's included
+  Observation(const std::vector<RankRow>& table, const Partition& partition, const ModelCosts& model,
+              const CommCostModel& comm, const Resizer& resizer)
+      : table(table), partition(partition), model(model), comm(comm), resizer(resizer) {}
+
+  int64_t step = 0;  // the training step just run, counted from 1 (a resumed run counts on)
   int rank = 0;      // this process; ranks = speeds.size()
   const std::vector<RankRow>& table;  // every rank's last row (times, work, units per kind)
   // Smoothed work per ms of every rank, as measured and corrected by what the closed loop learned

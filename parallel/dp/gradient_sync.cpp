@@ -105,9 +105,14 @@ void GradientSync::sum(const std::vector<Parameter*>& params, const Partition& m
   exchange_differing(params, present);
   stats_.units_exchanged = partitions_.differing();
 
-  // Rows this rank skipped but another replica computed: updated here too, from the sum.
-  seen.clear();
-  for (int64_t i = 0; i < n; ++i) {
+  mark_extra_rows(params, present, f + 1 + n, base);
+  stats_.sum_ms = now_ms() - began;
+}
+
+void GradientSync::mark_extra_rows(const std::vector<Parameter*>& params, const std::vector<char>& present,
+                                   const int32_t* computed, const std::map<std::string, int64_t>& base) {
+  std::set<std::string> seen;  // each group counted once, at its first parameter
+  for (size_t i = 0; i < params.size(); ++i) {
     Parameter& p = *params[i];
     if (p.replicated()) continue;
     p.extra_rows.clear();
@@ -115,7 +120,7 @@ void GradientSync::sum(const std::vector<Parameter*>& params, const Partition& m
     bool first = seen.insert(p.group().name).second;
     std::vector<int64_t> offsets = local_unit_offsets(p);
     for (size_t k = static_cast<size_t>(p.active_units()); k < p.units.size(); ++k) {
-      if (f[1 + n + base.at(p.group().name) + p.units[k]] == 0) continue;  // every replica skipped it: frozen
+      if (computed[base.at(p.group().name) + p.units[k]] == 0) continue;  // every replica skipped it: frozen
       stats_.extra_units += first;
       int64_t rows = p.rows_of_unit(p.units[k]);
       if (!p.extra_rows.empty() && p.extra_rows.back().first + p.extra_rows.back().second == offsets[k])
@@ -124,7 +129,6 @@ void GradientSync::sum(const std::vector<Parameter*>& params, const Partition& m
         p.extra_rows.push_back({offsets[k], rows});
     }
   }
-  stats_.sum_ms = now_ms() - began;
 }
 
 std::vector<GradientSync::Bucket> GradientSync::plan(const std::vector<Parameter*>& params,

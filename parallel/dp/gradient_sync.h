@@ -109,6 +109,10 @@ class GradientSync {
   std::vector<Tensor> rows(const Bucket& b, const std::vector<Parameter*>& params) const;
   void run(const std::function<void()>& collective);
   void all_reduce_agreeing(const std::vector<Parameter*>& params, const std::vector<char>& present);
+  // Rows this rank skipped but another replica computed are updated here too, from the sum
+  // (Parameter::extra_rows). `computed`: how many replicas computed each unit, from base[group] on.
+  void mark_extra_rows(const std::vector<Parameter*>& params, const std::vector<char>& present,
+                       const int32_t* computed, const std::map<std::string, int64_t>& base);
   void exchange_differing(const std::vector<Parameter*>& params, const std::vector<char>& present);
   // exchange_differing's steps: what this rank holds of the differing units, one send_recv of
   // packed rows per direction, and the roots' sums in replica order.

@@ -200,7 +200,7 @@ TEST_CASE("a move the closed loop undoes restores every weight and Adam slot: th
       const double speed = (r == n - 1 && s >= 2) ? 1.0 / n : 1.0, work = balancer.work_of(r);
       reports.push_back({work / (speed * base), moved && r != n - 1 ? 40.0 : 0.0, work, balancer.unit_counts(r)});
     }
-    BalanceStep b = balancer.after_step(reports, params, opt.slot_names());
+    BalanceStep b = balancer.after_step(s + 1, reports, params, opt.slot_names());
     if (!b.trial.empty()) events += (events.empty() ? "" : " ") + b.trial;
   }
   CHECK(events == "try undone");

@@ -35,7 +35,9 @@ TEST_CASE("replicas with different partitions clip every step by one norm and ke
   StepClock clock(*g.tp, SlowdownSchedule({}, 2));
   GPT model(c, LocalUnits::of_rank(c, part, g.grid.tp_rank), &clock);
   AdamW opt{AdamWOptions{}};
-  Balancer balancer(clock.untimed(), gpt_model_costs(c, {2, o.seq_len, 2}), part, CommCostModel{}, BalanceOptions{});
+  BalanceOptions balancing;
+  balancing.replicas = g.grid.dp;  // the links are judged over the replicas
+  Balancer balancer(clock.untimed(), gpt_model_costs(c, {2, o.seq_len, 2}), part, CommCostModel{}, balancing);
   Watchdog watchdog(0, 0);
   Trainer trainer(o, model, opt, clock, balancer, watchdog, BatchSampler(&tokens, o.batch, o.seq_len, 1337),
                   FaultHook({}, "", "", world.rank(), world.size()), [](const StepReport&) {},
