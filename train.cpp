@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/denormals.h"
+#include "core/injected_faults.h"
 #include "core/device_choice.h"
 #include "core/parse_flags.h"
 #include "core/temp_files.h"
@@ -68,7 +69,7 @@ int train_loop(const TrainOptions& o, Trainer& trainer, Validation& validation, 
   int stopped_by = 0;  // a signal: every rank stops after the same step
   int64_t done = start, ran = 0, skipped = 0;  // steps of this run
   for (int64_t step = start; step < steps && !stopped_by; ++step) {
-    fault_signal(rank, step + 1);
+    injected_fault::signal_at(rank, step + 1);  // steps count from 1 there
     StepReport r = trainer.step(step, stop_signal);
     done = r.step;
     stopped_by = r.stop_signal;
@@ -105,6 +106,47 @@ int train_loop(const TrainOptions& o, Trainer& trainer, Validation& validation, 
   return 0;
 }
 
+// Where the run starts: a snapshot found replaces --load or --init-from-hf (--resume-snapshot:
+// the newest complete one on the hosts, assembled into a checkpoint on each, train/snapshots.h);
+// then the options the files there record are taken by the resume rule (train/resume.h). Returns
+// the log's lines for the options given anew.
+std::string choose_start(TrainOptions& o, const OptionTable& table, ByteMail* mail,
+                         const std::vector<std::string>& hosts, bool lead) {
+  const CheckpointOptions& ck = o.checkpoint;
+  std::string snapshot_said;
+  if (!ck.snapshot_dir.empty())
+    if (std::string from = prepare_snapshots(ck, *make_optimizer(o.optimization), mail, hosts, snapshot_said); !from.empty())
+      o.checkpoint.load = from, o.checkpoint.init_from_hf.clear();
+  if (lead) std::printf("%s", snapshot_said.c_str());
+  std::string said = take_recorded_options(table, o);  // the checkpoint's seed, model, optimizer...
+  o.balancing.resize.seed = o.seed;
+  return said;
+}
+
+// The weights (and optimizer state) the run starts from: --load's or --init-from-hf's, or none.
+TrainState load_start(const TrainOptions& o, GPT& model, Optimizer* opt) {
+  const CheckpointOptions& ck = o.checkpoint;
+  TrainState loaded;
+  if (!ck.load.empty()) loaded = load_checkpoint(ck.load, model, o.output.eval_only ? nullptr : opt);
+  if (!ck.init_from_hf.empty()) with_flag("--init-from-hf", [&] { import_hf(ck.init_from_hf, model); });
+  return loaded;
+}
+
+// The learning-rate schedule of the steps to come; a resumed run says where it resumed, with what
+// it changed of its checkpoint's options and schedule.
+CosineSchedule start_schedule(const TrainOptions& o, const TrainState& loaded, const std::string& options_said,
+                              bool lead) {
+  const CheckpointOptions& ck = o.checkpoint;
+  std::string said;
+  const CosineSchedule schedule = run_schedule(o.optimization, loaded, !ck.load.empty(), said);
+  if (!ck.load.empty() && lead)
+    std::printf("resumed %s at step %lld with its seed %llu%s\n%s%s", ck.load.c_str(), (long long)loaded.step,
+                (unsigned long long)o.seed,
+                o.optimization.steps == loaded.step ? ": nothing to train (--steps is its step)" : "",
+                options_said.c_str(), said.c_str());
+  return schedule;
+}
+
 // Setting up (data, model, optimizer, checkpoint, balancer), then the loop.
 int run(TrainOptions& o, const OptionTable& table, Communicator& world, Device device, const SplitWorld& split,
         std::vector<std::string> hosts, ByteMail* mail) {
@@ -113,16 +155,8 @@ int run(TrainOptions& o, const OptionTable& table, Communicator& world, Device d
   const bool lead = world.rank() == 0;  // rank 0 alone prints and writes files
   const std::string where_saved = prepare_output_paths(o, lead);  // before anything else, not at the end
   const CheckpointOptions& ck = o.checkpoint;
-  // --resume-snapshot: the newest complete snapshot on the hosts, assembled into a checkpoint on
-  // each, is then loaded as --load would (train/snapshots.h).
-  std::string snapshot_said;
-  if (!ck.snapshot_dir.empty())  // a snapshot found replaces where the command said to start
-    if (std::string from = prepare_snapshots(ck, *make_optimizer(o.optimization), mail, hosts, snapshot_said); !from.empty())
-      o.checkpoint.load = from, o.checkpoint.init_from_hf.clear();
-  if (lead) std::printf("%s", snapshot_said.c_str());
+  const std::string options_said = choose_start(o, table, mail, hosts, lead);
   const CLI::App& app = table.app();
-  const std::string options_said = take_recorded_options(table, o);  // the checkpoint's seed, model, optimizer...
-  o.balancing.resize.seed = o.seed;
   ProcessGroups groups = make_process_groups(o, world, split);
   groups.hosts = std::move(hosts);
   // Every collective of the tensor-parallel group goes through the step clock: it measures
@@ -139,9 +173,7 @@ int run(TrainOptions& o, const OptionTable& table, Communicator& world, Device d
   GPT model(c, LocalUnits::of_rank(c, partition, step_clock.rank()), &step_clock);
   apply_model_settings(model, o, device);
   std::unique_ptr<Optimizer> opt = make_optimizer(o.optimization);
-  TrainState loaded;
-  if (!ck.load.empty()) loaded = load_checkpoint(ck.load, model, o.output.eval_only ? nullptr : opt.get());
-  if (!ck.init_from_hf.empty()) with_flag("--init-from-hf", [&] { import_hf(ck.init_from_hf, model); });
+  const TrainState loaded = load_start(o, model, opt.get());
   // --steps 0 with --load trains nothing from the checkpoint: for its export or a sample.
   if (o.optimization.steps == 0 && !ck.load.empty()) o.optimization.steps = loaded.step;
   const int64_t start = loaded.step, steps = o.optimization.steps;
@@ -150,12 +182,7 @@ int run(TrainOptions& o, const OptionTable& table, Communicator& world, Device d
   if (o.output.eval_only) return evaluate_checkpoint(o, model, corpus, lead);
   FLEXTP_CHECK(steps >= start, "--steps ", steps, " is behind step ", start, " of ", ck.load,
                ": nothing to train (--steps counts the checkpoint's steps too; give more)");
-  std::string schedule_said;
-  const CosineSchedule schedule = run_schedule(o.optimization, loaded, !ck.load.empty(), schedule_said);
-  if (!ck.load.empty() && lead)
-    std::printf("resumed %s at step %lld with its seed %llu%s\n%s%s", ck.load.c_str(), (long long)start,
-                (unsigned long long)o.seed, steps == start ? ": nothing to train (--steps is its step)" : "",
-                options_said.c_str(), schedule_said.c_str());
+  const CosineSchedule schedule = start_schedule(o, loaded, options_said, lead);
   FaultHook faults(o.harness.fault_nan_steps, o.harness.fault_kill, o.harness.fault_hang, world.rank(), world.size());
   BatchSampler sampler(&corpus.train, o.data.batch, o.data.seq_len, o.seed);
   Validation validation(model, corpus.val, o, groups.micro_windows);

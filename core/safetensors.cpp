@@ -16,6 +16,7 @@
 #include <tuple>
 #include <nlohmann/json.hpp>
 
+#include "core/injected_faults.h"
 #include "core/temp_files.h"
 
 namespace flextp {
@@ -196,13 +197,6 @@ std::vector<RawEntry> read_header(const std::string& path, const OpenedFile& f,
   return entries;
 }
 
-// Fault injection for the tests of interrupted saves: FLEXTP_FAULT_KILL_IN_WRITE=N kills the
-// process (SIGKILL, nothing flushed) halfway through the Nth atomic write, and
-// FLEXTP_FAULT_KILL_AFTER_WRITE=N right after the Nth write is in place.
-bool fault_now(const char* variable, int count) {
-  const char* v = std::getenv(variable);
-  return v != nullptr && std::atoi(v) == count;
-}
 }  // namespace
 
 void write_file_atomic(const std::string& path, const std::string& bytes, bool durable) {
@@ -222,7 +216,7 @@ void write_file_atomic(const std::string& path, const std::string& bytes, bool d
       FLEXTP_FAIL("cannot write ", tmp, ": ", why, " (disk full?)");
     }
     done += static_cast<size_t>(n);
-    if (done >= bytes.size() / 2 && fault_now("FLEXTP_FAULT_KILL_IN_WRITE", this_write)) ::kill(::getpid(), SIGKILL);
+    if (done >= bytes.size() / 2) injected_fault::kill_in_write(this_write);
   }
   bool synced = !durable || ::fsync(fd) == 0;
   ::close(fd);
@@ -239,7 +233,7 @@ void write_file_atomic(const std::string& path, const std::string& bytes, bool d
     ::fsync(dfd);
     ::close(dfd);
   }
-  if (fault_now("FLEXTP_FAULT_KILL_AFTER_WRITE", this_write)) ::kill(::getpid(), SIGKILL);
+  injected_fault::kill_after_write(this_write);
 }
 
 std::string safetensors_bytes(const std::vector<std::pair<std::string, Tensor>>& tensors,
@@ -274,47 +268,44 @@ void write_safetensors(const std::string& path,
   write_file_atomic(path, safetensors_bytes(tensors, metadata));
 }
 
-SafetensorsFile read_safetensors(const std::string& path) {
-  OpenedFile f = open_safetensors(path);
-  std::ifstream& in = f.in;
-  const uint64_t data_start = f.data_start(), data_size = f.data_bytes();
-  SafetensorsFile out;
-  std::vector<RawEntry> raw = read_header(path, f, out.metadata);
+namespace {
 
-  // Every entry is checked, and the ranges against each other, before any tensor is allocated.
-  struct Entry {
-    std::string name;
-    DType dtype;
-    Shape shape;
-    uint64_t begin, end;
-  };
-  std::vector<Entry> entries;
-  for (const RawEntry& entry : raw) {
-    const std::string& name = entry.name;
-    bool ok = entry.object && entry.has_dtype && entry.has_shape && entry.has_offsets && entry.offsets.size() == 2;
-    FLEXTP_CHECK(ok, path, ": tensor '", name, "' needs dtype, shape and two data_offsets");
-    DType dtype = parse_dtype(entry.dtype, name, path);
-    FLEXTP_CHECK(entry.bad_dimension.empty(), path, ": tensor '", name, "' has a bad dimension ", entry.bad_dimension);
-    Shape shape;
-    uint64_t count = 1;
-    for (int64_t d : entry.shape) {
-      uint64_t dim = static_cast<uint64_t>(d);
-      FLEXTP_CHECK(dim == 0 || count <= data_size / dim, path, ": tensor '", name,
-                   "' claims more elements than the file holds");
-      count *= dim;
-      shape.push_back(d);
-    }
-    FLEXTP_CHECK(entry.offsets_unsigned, path, ": tensor '", name, "' has non-integer data_offsets");
-    uint64_t begin = entry.offsets[0], end = entry.offsets[1];
-    FLEXTP_CHECK(begin <= end && end <= data_size, path, ": tensor '", name, "' byte range [",
-                 begin, ", ", end, ") lies outside the ", data_size, " data bytes (truncated file?)");
-    FLEXTP_CHECK(end - begin == count * dtype_size(dtype), path, ": tensor '", name, "' has ",
-                 end - begin, " bytes but its shape ", shape_str(shape), " and dtype need ",
-                 count * dtype_size(dtype));
-    entries.push_back({name, dtype, shape, begin, end});
+// A tensor's entry, checked: its dtype, shape and byte range [begin, end) within the data.
+struct Entry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  uint64_t begin, end;
+};
+
+Entry checked_entry(const RawEntry& entry, const std::string& path, uint64_t data_size) {
+  const std::string& name = entry.name;
+  bool ok = entry.object && entry.has_dtype && entry.has_shape && entry.has_offsets && entry.offsets.size() == 2;
+  FLEXTP_CHECK(ok, path, ": tensor '", name, "' needs dtype, shape and two data_offsets");
+  DType dtype = parse_dtype(entry.dtype, name, path);
+  FLEXTP_CHECK(entry.bad_dimension.empty(), path, ": tensor '", name, "' has a bad dimension ", entry.bad_dimension);
+  Shape shape;
+  uint64_t count = 1;
+  for (int64_t d : entry.shape) {
+    uint64_t dim = static_cast<uint64_t>(d);
+    FLEXTP_CHECK(dim == 0 || count <= data_size / dim, path, ": tensor '", name,
+                 "' claims more elements than the file holds");
+    count *= dim;
+    shape.push_back(d);
   }
-  // The ranges tile the data exactly, as the format requires: aliased or overlapping ranges
-  // would let a small file claim many times its size, and bytes of no tensor mean damage.
+  FLEXTP_CHECK(entry.offsets_unsigned, path, ": tensor '", name, "' has non-integer data_offsets");
+  uint64_t begin = entry.offsets[0], end = entry.offsets[1];
+  FLEXTP_CHECK(begin <= end && end <= data_size, path, ": tensor '", name, "' byte range [",
+               begin, ", ", end, ") lies outside the ", data_size, " data bytes (truncated file?)");
+  FLEXTP_CHECK(end - begin == count * dtype_size(dtype), path, ": tensor '", name, "' has ",
+               end - begin, " bytes but its shape ", shape_str(shape), " and dtype need ",
+               count * dtype_size(dtype));
+  return {name, dtype, shape, begin, end};
+}
+
+// The ranges tile the data exactly, as the format requires: aliased or overlapping ranges
+// would let a small file claim many times its size, and bytes of no tensor mean damage.
+void check_tiling(const std::vector<Entry>& entries, const std::string& path, uint64_t data_size) {
   std::vector<const Entry*> by_offset;
   for (const Entry& e : entries)
     if (e.end > e.begin) by_offset.push_back(&e);  // empty tensors own no bytes, wherever they are
@@ -330,6 +321,19 @@ SafetensorsFile read_safetensors(const std::string& path) {
     previous = e;
   }
   FLEXTP_CHECK(covered == data_size, path, ": data bytes [", covered, ", ", data_size, ") belong to no tensor");
+}
+
+}  // namespace
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  OpenedFile f = open_safetensors(path);
+  std::ifstream& in = f.in;
+  const uint64_t data_start = f.data_start(), data_size = f.data_bytes();
+  SafetensorsFile out;
+  // Every entry is checked, and the ranges against each other, before any tensor is allocated.
+  std::vector<Entry> entries;
+  for (const RawEntry& entry : read_header(path, f, out.metadata)) entries.push_back(checked_entry(entry, path, data_size));
+  check_tiling(entries, path, data_size);
   for (const Entry& e : entries) {
     Tensor t = Tensor::empty(e.shape, e.dtype);
     in.seekg(static_cast<std::streamoff>(data_start + e.begin));

@@ -55,6 +55,7 @@ struct ConfigField {
   // the field existed lacks it and means `if_missing` (nullptr: such a file is refused).
   bool saved;
   const char* if_missing;
+  const char* hf;  // its key in a Hugging Face GPT-2 config.json (read and written), or nullptr
 };
 
 // Every field of GPTConfig, once, in the run header's order: a new model option is one line here
@@ -63,18 +64,19 @@ struct ConfigField {
 // std::string or DType.
 template <typename Config, typename F>
 void for_each_field(Config& c, F&& f) {
-  f(ConfigField{"n_layer", "n_layer", true, nullptr}, c.n_layer);
-  f(ConfigField{"n_head", "n_head", true, nullptr}, c.n_head);
-  f(ConfigField{"n_embd", "n_embd", true, nullptr}, c.n_embd);
-  f(ConfigField{"mlp", "mlp", true, "gelu"}, c.mlp);  // files before the MLP kinds: GPT-2's
-  f(ConfigField{"vocab_size", "vocab", true, nullptr}, c.vocab_size);
-  f(ConfigField{"n_positions", "n_positions", true, nullptr}, c.n_positions);
-  f(ConfigField{"mlp_unit", nullptr, false, nullptr}, c.mlp_unit);
-  f(ConfigField{"vocab_unit", nullptr, false, nullptr}, c.vocab_unit);
-  f(ConfigField{"vocab_pad", nullptr, false, nullptr}, c.vocab_pad);
-  f(ConfigField{"dropout", nullptr, false, nullptr}, c.dropout);
-  f(ConfigField{"seed", nullptr, false, nullptr}, c.seed);
-  f(ConfigField{"dtype", nullptr, false, nullptr}, c.dtype);
+  f(ConfigField{"n_layer", "n_layer", true, nullptr, "n_layer"}, c.n_layer);
+  f(ConfigField{"n_head", "n_head", true, nullptr, "n_head"}, c.n_head);
+  f(ConfigField{"n_embd", "n_embd", true, nullptr, "n_embd"}, c.n_embd);
+  // Files before the MLP kinds: GPT-2's. Hugging Face's activation_function: the MLP registry's.
+  f(ConfigField{"mlp", "mlp", true, "gelu", nullptr}, c.mlp);
+  f(ConfigField{"vocab_size", "vocab", true, nullptr, "vocab_size"}, c.vocab_size);
+  f(ConfigField{"n_positions", "n_positions", true, nullptr, "n_positions"}, c.n_positions);
+  f(ConfigField{"mlp_unit", nullptr, false, nullptr, nullptr}, c.mlp_unit);
+  f(ConfigField{"vocab_unit", nullptr, false, nullptr, nullptr}, c.vocab_unit);
+  f(ConfigField{"vocab_pad", nullptr, false, nullptr, nullptr}, c.vocab_pad);
+  f(ConfigField{"dropout", nullptr, false, nullptr, nullptr}, c.dropout);
+  f(ConfigField{"seed", nullptr, false, nullptr, nullptr}, c.seed);
+  f(ConfigField{"dtype", nullptr, false, nullptr, nullptr}, c.dtype);
 }
 
 // The saved fields as text, as checkpoints' metadata holds them, and back: `path` names the file

@@ -11,8 +11,10 @@
 
 #include <set>
 #include <thread>
+#include <type_traits>
 
 #include "core/autograd.h"
+#include "core/injected_faults.h"
 #include "core/ops/shape_ops.h"
 #include "core/safetensors.h"
 #include "core/temp_files.h"
@@ -32,16 +34,12 @@ int64_t metadata_int(const std::map<std::string, std::string>& metadata, const s
 }
 
 // Seeds are unsigned 64-bit: the upper half of their range does not fit metadata_int.
-uint64_t metadata_seed(const SafetensorsFile& f, const std::string& path) {
-  auto it = f.metadata.find("seed");
-  FLEXTP_CHECK(it != f.metadata.end(), path, ": metadata has no 'seed'");
-  try {
-    size_t used = 0;
-    uint64_t v = std::stoull(it->second, &used);
-    if (used == it->second.size() && it->second[0] != '-') return v;
-  } catch (const std::exception&) {
-  }
-  FLEXTP_FAIL(path, ": metadata 'seed' = '", it->second, "' is not an unsigned integer");
+uint64_t metadata_seed(const std::map<std::string, std::string>& metadata, const std::string& path) {
+  auto it = metadata.find("seed");
+  FLEXTP_CHECK(it != metadata.end(), path, ": metadata has no 'seed'");
+  std::optional<uint64_t> seed = whole_uint(it->second);
+  FLEXTP_CHECK(seed, path, ": metadata 'seed' = '", it->second, "' is not an unsigned integer");
+  return *seed;
 }
 
 namespace {
@@ -168,13 +166,6 @@ void check_finite(const Tensor& t, const std::string& path, const std::string& n
               ": the checkpoint is damaged or its run diverged; load an earlier checkpoint");
 }
 
-// For the test of saves slower than train's --rank-timeout: FLEXTP_FAULT_SLOW_SAVE_MS=N makes
-// the writer wait N ms before it writes the weights (after the optimizer state), as a slow disk would.
-void slow_save_fault() {
-  if (const char* ms = std::getenv("FLEXTP_FAULT_SLOW_SAVE_MS"))
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
-}
-
 // Files hold the real vocabulary's rows of the token table (and of its optimizer slots); the
 // model pads it to GPTConfig::padded_vocab rows, zeros that no file needs.
 bool padded_in_model(const Parameter& p, const GPT& model) {
@@ -244,6 +235,30 @@ Tensor from_hf_layout(const Parameter& p, const Tensor& hf, const GPTConfig& c) 
   return convert(p, hf, c, false);
 }
 
+void put_train_state(std::map<std::string, std::string>& meta, const TrainState& state, const Optimizer* optimizer) {
+  meta["step"] = std::to_string(state.step);
+  if (!state.run_id.empty()) meta["run_id"] = state.run_id;
+  for (const auto& [k, v] : state.extra) meta["extra." + k] = v;  // the recorded options, checked on resume
+  if (!optimizer) return;
+  meta["optimizer"] = optimizer->name();
+  meta["optimizer_steps"] = std::to_string(optimizer->steps_taken());
+  meta["seed"] = std::to_string(state.seed);
+}
+
+TrainState train_state_of(const std::map<std::string, std::string>& meta, const std::string& path, Optimizer* optimizer) {
+  TrainState state;
+  state.step = metadata_int(meta, path, "step");
+  state.run_id = meta_text(meta, "run_id");
+  for (const auto& [k, v] : meta)
+    if (k.rfind("extra.", 0) == 0) state.extra[k.substr(6)] = v;
+  if (!optimizer) return state;
+  FLEXTP_CHECK(meta_text(meta, "optimizer") == optimizer->name(), path, " holds ", meta_text(meta, "optimizer"),
+               " state, but the run uses ", optimizer->name());
+  optimizer->set_steps_taken(metadata_int(meta, path, "optimizer_steps"));
+  state.seed = metadata_seed(meta, path);
+  return state;
+}
+
 void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optimizer,
                      const TrainState& state, Communicator* comm) {
   NoGradGuard ng;
@@ -264,20 +279,17 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer* optim
   }
   if (!writer) return;
   std::map<std::string, std::string> meta = config_metadata(c);
-  meta["step"] = std::to_string(state.step);
-  if (!state.run_id.empty()) meta["run_id"] = state.run_id, meta["save_id"] = random_hex_id();
-  for (const auto& [k, v] : state.extra) meta["extra." + k] = v;  // e.g. the tokenizer, checked on load
+  put_train_state(meta, state, nullptr);
+  if (!state.run_id.empty()) meta["save_id"] = random_hex_id();
   if (optimizer) {
     std::map<std::string, std::string> smeta = meta;
-    smeta["optimizer"] = optimizer->name();
-    smeta["optimizer_steps"] = std::to_string(optimizer->steps_taken());
-    smeta["seed"] = std::to_string(state.seed);
+    put_train_state(smeta, state, optimizer);
     // The new state goes beside the old one until the weights are in place: a save killed at
     // any point leaves a pair of one step (the loader also looks for PATH.state.next).
     write_safetensors(next_state_path(path), slots, smeta);
   }
   meta["format"] = "pt";  // what transformers asks of a safetensors file
-  slow_save_fault();
+  injected_fault::slow_save();
   write_safetensors(path, weights, meta);
   if (optimizer) rename_file(next_state_path(path), state_path(path));
 }
@@ -296,11 +308,6 @@ void export_hf(const std::string& dir, GPT& model, Communicator* comm, const std
   const GPTConfig& c = model.config();
   nlohmann::json config = {{"architectures", {"GPT2LMHeadModel"}},
                            {"model_type", "gpt2"},
-                           {"vocab_size", c.vocab_size},
-                           {"n_positions", c.n_positions},
-                           {"n_embd", c.n_embd},
-                           {"n_layer", c.n_layer},
-                           {"n_head", c.n_head},
                            {"n_inner", c.mlp_hidden()},
                            {"activation_function", mlp_registration(c.mlp).gpt2_activation},
                            {"layer_norm_epsilon", 1e-5},
@@ -309,6 +316,10 @@ void export_hf(const std::string& dir, GPT& model, Communicator* comm, const std
                            {"attn_pdrop", 0.0},
                            {"tie_word_embeddings", true},
                            {"torch_dtype", "float32"}};
+  for_each_field(c, [&](const ConfigField& f, const auto& value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, int64_t>)
+      if (f.hf) config[f.hf] = value;
+  });
   // GPT-2's end-of-text token when the vocabulary is GPT-2's; none otherwise (transformers'
   // default of 50256 would lie outside a smaller vocabulary).
   config["bos_token_id"] = config["eos_token_id"] = c.vocab_size == 50257 ? nlohmann::json(50256) : nlohmann::json(nullptr);
@@ -330,7 +341,7 @@ std::optional<uint64_t> read_checkpoint_seed(const std::string& path) {
   } catch (const Error&) {
     return std::nullopt;  // no state of these weights: loading the checkpoint says why
   }
-  return metadata_seed(read_safetensors(sp), sp);
+  return metadata_seed(read_safetensors_metadata(sp), sp);
 }
 
 namespace {
@@ -406,24 +417,19 @@ TrainState load_checkpoint(const std::string& path, GPT& model, Optimizer* optim
   check_tensors(f, path, expected, c.dtype);
 
   TrainState state;
-  state.step = f.metadata.count("step") ? meta_int(f, path, "step") : 0;
-  state.run_id = meta_text(f.metadata, "run_id"), state.save_id = meta_text(f.metadata, "save_id");
-  SafetensorsFile s;
+  SafetensorsFile s;  // the optimizer state
   if (optimizer) {
     std::string sp = matching_state_path(path, f.metadata);
     s = read_safetensors(sp);
-    FLEXTP_CHECK(s.metadata["optimizer"] == optimizer->name(), sp, " holds ", s.metadata["optimizer"],
-                 " state, but the run uses ", optimizer->name());
+    state = train_state_of(s.metadata, sp, optimizer);
     std::map<std::string, Shape> slots;
     for (Parameter* p : params)
       for (const std::string& slot : optimizer->slot_names()) slots[p->name + "." + slot] = expected[p->name];
     check_tensors(s, sp, slots, c.dtype);
     for (const auto& [name, t] : s.tensors) check_finite(t, sp, name);
-    optimizer->set_steps_taken(meta_int(s, sp, "optimizer_steps"));
-    state.seed = metadata_seed(s, sp);
-    for (const auto& [k, v] : s.metadata)
-      if (k.rfind("extra.", 0) == 0) state.extra[k.substr(6)] = v;
   }
+  state.step = f.metadata.count("step") ? meta_int(f, path, "step") : 0;  // weights alone (an export): step 0
+  state.run_id = meta_text(f.metadata, "run_id"), state.save_id = meta_text(f.metadata, "save_id");
 
   // A NaN or an infinity in the weights or their state would skip every step (or evaluate to nan).
   for (const auto& [name, t] : f.tensors) check_finite(t, path, name);

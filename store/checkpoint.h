@@ -60,7 +60,14 @@ GPTConfig read_checkpoint_config(const std::string& path);
 // A checkpoint's (or a snapshot shard's) metadata entry `key` as a whole number, and its seed
 // (unsigned 64-bit); throws naming `path` and the entry.
 int64_t metadata_int(const std::map<std::string, std::string>& metadata, const std::string& path, const std::string& key);
-uint64_t metadata_seed(const SafetensorsFile& f, const std::string& path);
+uint64_t metadata_seed(const std::map<std::string, std::string>& metadata, const std::string& path);
+
+// A run's state in a file's metadata, written and read alike by checkpoints and snapshot shards:
+// "step", "run_id", an "extra.K" entry for each TrainState::extra entry (the recorded options), and
+// with an optimizer its "optimizer", "optimizer_steps" and the run's "seed". Reading with an
+// optimizer checks its kind and sets its step count; throws naming `path` and the entry.
+void put_train_state(std::map<std::string, std::string>& meta, const TrainState& state, const Optimizer* optimizer);
+TrainState train_state_of(const std::map<std::string, std::string>& meta, const std::string& path, Optimizer* optimizer);
 
 // The model config as a checkpoint's metadata states it (n_layer, n_head, ...), and back (unchecked
 // against any tensors).

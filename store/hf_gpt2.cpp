@@ -60,11 +60,10 @@ GPTConfig read_hf_config(const std::string& dir) {
                j.contains("model_type") ? j.at("model_type").dump() : std::string("missing"),
                "; flextp imports GPT-2 models (\"gpt2\")");
   GPTConfig c;
-  c.n_layer = positive(j, path, "n_layer");
-  c.n_head = positive(j, path, "n_head");
-  c.n_embd = positive(j, path, "n_embd");
-  c.vocab_size = positive(j, path, "vocab_size");
-  c.n_positions = positive(j, path, "n_positions");
+  for_each_field(c, [&](const ConfigField& f, auto& value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, int64_t>)
+      if (f.hf) value = positive(j, path, f.hf);
+  });
   c.mlp = "gelu";
   if (j.contains("activation_function")) {
     const nlohmann::json& a = j.at("activation_function");

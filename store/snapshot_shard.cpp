@@ -51,14 +51,9 @@ std::string shard_bytes(GPT& model, const Optimizer& optimizer, const TrainState
   const GPTConfig& c = model.config();
   meta["mlp_unit"] = std::to_string(c.mlp_unit), meta["vocab_unit"] = std::to_string(c.vocab_unit);
   meta["vocab_pad"] = std::to_string(c.vocab_pad);
-  meta["step"] = std::to_string(state.step);
-  meta["seed"] = std::to_string(state.seed);
-  meta["run_id"] = state.run_id;
-  meta["optimizer"] = optimizer.name();
-  meta["optimizer_steps"] = std::to_string(optimizer.steps_taken());
+  put_train_state(meta, state, &optimizer);
   meta["rank"] = std::to_string(place.rank), meta["ranks"] = std::to_string(place.ranks);
   meta["replica"] = std::to_string(place.replica), meta["replicas"] = std::to_string(place.replicas);
-  for (const auto& [k, v] : state.extra) meta["extra." + k] = v;
   return safetensors_bytes(tensors, meta);
 }
 
@@ -72,40 +67,56 @@ ShardInfo read_shard_info(const std::string& path) {
   return info;
 }
 
+namespace {
+
+std::string text_of(const SafetensorsFile& f, const std::string& key) {
+  auto it = f.metadata.find(key);
+  return it == f.metadata.end() ? std::string("(none)") : it->second;
+}
+
+// Shard r holds rank r of as many as there are shards, of the same step, run and replica.
+void check_one_replica(const std::vector<SafetensorsFile>& files, const std::vector<std::string>& shards) {
+  const SafetensorsFile& first = files[0];
+  for (size_t r = 0; r < files.size(); ++r) {
+    const SafetensorsFile& f = files[r];
+    FLEXTP_CHECK(meta_number(f, shards[r], "rank") == static_cast<int64_t>(r) &&
+                     meta_number(f, shards[r], "ranks") == static_cast<int64_t>(files.size()),
+                 shards[r], ": holds rank ", text_of(f, "rank"), " of ", text_of(f, "ranks"), ", not rank ", r, " of ",
+                 files.size());
+    for (const char* key : {"step", "run_id", "optimizer_steps", "replica", "replicas"})
+      FLEXTP_CHECK(text_of(f, key) == text_of(first, key), shards[r], ": its ", key, " ", text_of(f, key), " is not ",
+                   shards[0], "'s ", text_of(first, key), ": the shards are not one replica's of one snapshot");
+  }
+}
+
+// The model a shard is of, with the unit sizes that lay out its rows; checked before a model of it
+// is built: sizes the file does not back stop here.
+GPTConfig shard_config(const SafetensorsFile& first, const std::string& path) {
+  GPTConfig c = config_of_metadata(first.metadata, path);
+  auto ln = first.tensors.find("ln_f.weight");
+  FLEXTP_CHECK(ln != first.tensors.end(), path, ": tensor 'ln_f.weight' is missing");
+  c.dtype = ln->second.dtype();
+  c.mlp_unit = meta_number(first, path, "mlp_unit"), c.vocab_unit = meta_number(first, path, "vocab_unit");
+  c.vocab_pad = meta_number(first, path, "vocab_pad");
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    FLEXTP_FAIL(path, ": ", e.what());
+  }
+  return c;
+}
+
+}  // namespace
+
 TrainState assemble_checkpoint(const std::vector<std::string>& shards, Optimizer& optimizer, const std::string& path) {
   NoGradGuard ng;
   FLEXTP_CHECK(!shards.empty(), "a snapshot of no shards");
   std::vector<SafetensorsFile> files;
   for (const std::string& s : shards) files.push_back(read_safetensors(s));
   const SafetensorsFile& first = files[0];
-  auto text = [](const SafetensorsFile& f, const std::string& key) {
-    auto it = f.metadata.find(key);
-    return it == f.metadata.end() ? std::string("(none)") : it->second;
-  };
-  for (size_t r = 0; r < files.size(); ++r) {
-    const SafetensorsFile& f = files[r];
-    FLEXTP_CHECK(meta_number(f, shards[r], "rank") == static_cast<int64_t>(r) &&
-                     meta_number(f, shards[r], "ranks") == static_cast<int64_t>(files.size()),
-                 shards[r], ": holds rank ", text(f, "rank"), " of ", text(f, "ranks"), ", not rank ", r, " of ",
-                 files.size());
-    for (const char* key : {"step", "run_id", "optimizer_steps", "replica", "replicas"})
-      FLEXTP_CHECK(text(f, key) == text(first, key), shards[r], ": its ", key, " ", text(f, key), " is not ", shards[0],
-                   "'s ", text(first, key), ": the shards are not one replica's of one snapshot");
-  }
-  FLEXTP_CHECK(text(first, "optimizer") == optimizer.name(), shards[0], " holds ", text(first, "optimizer"),
-               " optimizer state, but the run uses ", optimizer.name());
-  GPTConfig c = config_of_metadata(first.metadata, shards[0]);
-  auto ln = first.tensors.find("ln_f.weight");
-  FLEXTP_CHECK(ln != first.tensors.end(), shards[0], ": tensor 'ln_f.weight' is missing");
-  c.dtype = ln->second.dtype();
-  c.mlp_unit = meta_number(first, shards[0], "mlp_unit"), c.vocab_unit = meta_number(first, shards[0], "vocab_unit");
-  c.vocab_pad = meta_number(first, shards[0], "vocab_pad");
-  try {
-    c.validate();  // before a model of it is built: sizes the file does not back stop here
-  } catch (const Error& e) {
-    FLEXTP_FAIL(shards[0], ": ", e.what());
-  }
-  GPT model(c);  // one rank: every unit, in id order, so that its values are the logical tensors
+  check_one_replica(files, shards);
+  const TrainState state = train_state_of(first.metadata, shards[0], &optimizer);
+  GPT model(shard_config(first, shards[0]));  // one rank: every unit, in id order, so that its values are the logical tensors
   for (Parameter* p : model.parameters()) {
     std::vector<Tensor*> targets{&p->value};
     for (const std::string& s : optimizer.slot_names()) targets.push_back(&p->slot(s));
@@ -137,16 +148,9 @@ TrainState assemble_checkpoint(const std::vector<std::string>& shards, Optimizer
       }
     }
     FLEXTP_CHECK(p->replicated() || static_cast<int64_t>(covered.size()) == p->group().units, "the shards of step ",
-                 text(first, "step"), " hold ", covered.size(), " of the ", p->group().units, " units of ", p->name,
+                 text_of(first, "step"), " hold ", covered.size(), " of the ", p->group().units, " units of ", p->name,
                  ": a shard is missing");
   }
-  optimizer.set_steps_taken(meta_number(first, shards[0], "optimizer_steps"));
-  TrainState state;
-  state.step = meta_number(first, shards[0], "step");
-  state.run_id = text(first, "run_id");
-  state.seed = metadata_seed(first, shards[0]);
-  for (const auto& [k, v] : first.metadata)
-    if (k.rfind("extra.", 0) == 0) state.extra[k.substr(6)] = v;
   save_checkpoint(path, model, &optimizer, state, nullptr);
   return state;
 }

@@ -1,7 +1,8 @@
 // Rules the sources keep, read from the files of the checkout: product code (the library, train
 // and the tools) includes nothing from bench/; each layer includes only the layers below it
 // (docs/design.md); no program bounds a number flag with CLI11's own range checks, whose refusals
-// print the bounds with std::to_string ("0.000000 to 1797...").
+// print the bounds with std::to_string ("0.000000 to 1797..."); the faults tests inject through the
+// environment are read in one place.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -69,4 +70,14 @@ TEST_CASE("each layer includes only the layers below it") {
     for (const std::string& line :
          lines_matching({r.layer}, std::regex(std::string(R"(^\s*#\s*include\s*["<]()") + r.above + ")/")))
       FAIL_CHECK(line, ": ", std::string(r.instead));
+}
+
+TEST_CASE("injected faults are read from the environment in one place, core/injected_faults.cpp") {
+  std::vector<std::string> found = lines_matching(kProduct, std::regex("FLEXTP_FAULT_"));
+  for (const std::string& line : found) {
+    if (line.rfind("core/injected_faults.", 0) == 0) continue;
+    INFO(line, ": an injected fault goes through core/injected_faults.h, where every other one is");
+    CHECK(false);
+  }
+  CHECK(found.size() >= 5);  // the rule still finds them where they are
 }

@@ -3,7 +3,7 @@
 #include <optional>
 
 #include "core/text_fields.h"
-#include "nn/hf_gpt2.h"
+#include "store/hf_gpt2.h"
 #include "train/flags.h"
 
 namespace flextp {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "store/checkpoint.h"
 #include "optim/schedule.h"
+#include "store/checkpoint.h"
 #include "train/option_table.h"
 #include "train/options.h"
 

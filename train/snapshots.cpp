@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "core/injected_faults.h"
 #include "core/safetensors.h"
 #include "core/temp_files.h"
 #include "core/text_fields.h"
@@ -202,11 +203,9 @@ void Snapshots::take(int64_t step) {
   // for the bytes to be gathered.
   auto bytes = std::make_shared<const std::string>(shard_bytes(model_, opt_, state_, place_));
   write_later((fs::path(current_) / shard_name(place_)).string(), bytes);
-  // For the tests of a host lost during a snapshot: FLEXTP_FAULT_SLOW_SNAPSHOT=STEP:MS holds the
-  // snapshot of that step open for MS ms, its own shard written and no copy sent yet.
-  if (const char* fault = std::getenv("FLEXTP_FAULT_SLOW_SNAPSHOT"); fault && std::atoll(fault) == step) {
+  if (int64_t held_ms = injected_fault::slow_snapshot_ms(step)) {  // a host lost during a snapshot
     wait_writes();
-    if (const char* ms = std::strchr(fault, ':')) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms + 1)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(held_ms));
   }
   if (partner_ >= 0) mail_->send(partner_, 0, bytes);
   log_.say("step %5lld | snapshot: %.2f MB a rank, %.1f ms%s\n", (long long)step, bytes->size() / 1e6, now_ms() - t0,

@@ -48,11 +48,5 @@ int stop_signal() { return requested; }
 
 const char* signal_name(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }
 
-void fault_signal(int rank, int64_t step) {
-  const char* spec = std::getenv("FLEXTP_FAULT_SIGNAL");
-  int r = -1, sig = 0;
-  long long s = -1;
-  if (spec && std::sscanf(spec, "%d:%lld:%d", &r, &s, &sig) == 3 && r == rank && s == step) std::raise(sig);
-}
 
 }  // namespace flextp

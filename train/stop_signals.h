@@ -20,8 +20,4 @@ int stop_signal();
 // "SIGINT" or "SIGTERM" for stop_signal()'s signal (none other asks a run to stop).
 const char* signal_name(int signal);
 
-// Testing: FLEXTP_FAULT_SIGNAL=RANK:STEP:SIGNAL raises SIGNAL in that rank as step STEP (counted
-// from 1) begins, as if it came from outside at that moment.
-void fault_signal(int rank, int64_t step);
-
 }  // namespace flextp
