@@ -97,7 +97,10 @@ void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, Ba
   out.impl().requires_grad = true;
 }
 
-void run_backward(const Tensor& root, const Tensor& grad_root) {
+namespace {
+
+// The gradient backward() starts from: the given one, or 1 for a scalar.
+Tensor root_gradient(const Tensor& root, const Tensor& grad_root) {
   FLEXTP_CHECK(needs_grad(root), "backward() on a tensor that does not require grad (", root.str(),
                "): no input of the computation had requires_grad set");
   Tensor g0 = grad_root;
@@ -108,7 +111,35 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
   }
   FLEXTP_CHECK(g0.shape() == root.shape() && g0.dtype() == root.dtype(), "backward(): gradient ",
                g0.str(), " does not match tensor ", root.str());
+  return g0;
+}
 
+// Runs `node`'s backward on its gradient `g` and hands each input its gradient: a node's to
+// `pending`, a leaf's to its .grad.
+void run_node(Node& node, const Tensor& g, std::unordered_map<Node*, Tensor>& pending) {
+  std::vector<bool> needs(node.edges.size());
+  for (size_t i = 0; i < needs.size(); ++i) needs[i] = node.edges[i].needed();
+  std::vector<Tensor> grads = node.backward(g, needs);
+  FLEXTP_CHECK(grads.size() == node.edges.size(), "backward of ", node.name, " returned ",
+               grads.size(), " gradients for ", node.edges.size(), " inputs");
+  for (size_t i = 0; i < grads.size(); ++i) {
+    Edge& e = node.edges[i];
+    if (!e.needed() || !grads[i].defined()) continue;
+    if (e.node) {
+      check_grad(node, i, grads[i], e.node->out_shape, e.node->out_dtype);
+      accumulate(pending[e.node.get()], grads[i]);
+    } else {
+      check_grad(node, i, grads[i], e.leaf->shape, e.leaf->dtype);
+      // Held by `grads` alone when the closure kept no handle of its own: it may be kept.
+      add_to_leaf_grad(Tensor(e.leaf), grads[i], 1);
+    }
+  }
+}
+
+}  // namespace
+
+void run_backward(const Tensor& root, const Tensor& grad_root) {
+  Tensor g0 = root_gradient(root, grad_root);
   if (!root.grad_fn()) {  // a leaf: its gradient is the given one (the caller's: always copied)
     add_to_leaf_grad(root, g0, 0);
     return;
@@ -139,23 +170,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
     if (ran) {
       Tensor g = std::move(found->second);
       pending.erase(found);  // before the gradients below insert (a rehash would move it)
-      std::vector<bool> needs(node->edges.size());
-      for (size_t i = 0; i < needs.size(); ++i) needs[i] = node->edges[i].needed();
-      std::vector<Tensor> grads = node->backward(g, needs);
-      FLEXTP_CHECK(grads.size() == node->edges.size(), "backward of ", node->name, " returned ",
-                   grads.size(), " gradients for ", node->edges.size(), " inputs");
-      for (size_t i = 0; i < grads.size(); ++i) {
-        Edge& e = node->edges[i];
-        if (!e.needed() || !grads[i].defined()) continue;
-        if (e.node) {
-          check_grad(*node, i, grads[i], e.node->out_shape, e.node->out_dtype);
-          accumulate(pending[e.node.get()], grads[i]);
-        } else {
-          check_grad(*node, i, grads[i], e.leaf->shape, e.leaf->dtype);
-          // Held by `grads` alone when the closure kept no handle of its own: it may be kept.
-          add_to_leaf_grad(Tensor(e.leaf), grads[i], 1);
-        }
-      }
+      run_node(*node, g, pending);
     }
     // Free what the node saved as soon as it has run (one that no gradient reached stays as it is).
     if (ran) node->backward = nullptr, node->released = true;

@@ -62,8 +62,10 @@ Gpt2Tokenizer Gpt2Tokenizer::from_dir(const std::string& dir) {
   return Gpt2Tokenizer(encoder, read_text_file(dir + "/vocab.bpe"), dir);
 }
 
-Gpt2Tokenizer::Gpt2Tokenizer(const std::string& encoder_json, const std::string& vocab_bpe, const std::string& where) {
-  const std::string enc = where + "/encoder.json", bpe = where + "/vocab.bpe";
+namespace {
+
+// encoder.json: token -> id, every id of 0..size-1 once. Returns the tokens by id.
+std::vector<std::string> tokens_by_id(const std::string& encoder_json, const std::string& enc) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(encoder_json);
@@ -71,7 +73,6 @@ Gpt2Tokenizer::Gpt2Tokenizer(const std::string& encoder_json, const std::string&
     FLEXTP_FAIL(enc, " is not valid JSON: ", e.what());
   }
   FLEXTP_CHECK(j.is_object() && !j.empty(), enc, " must be a JSON object of token -> id");
-  bytes_of_.assign(j.size(), std::string());
   std::vector<bool> seen(j.size(), false);
   std::vector<std::string> spelled(j.size());
   for (const auto& [token, id] : j.items()) {
@@ -82,7 +83,11 @@ Gpt2Tokenizer::Gpt2Tokenizer(const std::string& encoder_json, const std::string&
     seen[i] = true;
     spelled[i] = token;
   }
-  // vocab.bpe: an optional "#version" line, then one merge "A B" per line, lowest rank first.
+  return spelled;
+}
+
+// vocab.bpe: an optional "#version" line, then one merge "A B" per line, lowest rank first.
+std::vector<std::pair<std::string, std::string>> merges_of(const std::string& vocab_bpe, const std::string& bpe) {
   std::vector<std::pair<std::string, std::string>> merges;
   size_t line_no = 0;
   for (size_t at = 0; at < vocab_bpe.size();) {
@@ -99,11 +104,22 @@ Gpt2Tokenizer::Gpt2Tokenizer(const std::string& encoder_json, const std::string&
                  bpe, " line ", line_no, ": '", line, "' is not a merge of two tokens 'A B'");
     merges.emplace_back(line.substr(0, space), line.substr(space + 1));
   }
+  return merges;
+}
+
+}  // namespace
+
+Gpt2Tokenizer::Gpt2Tokenizer(const std::string& encoder_json, const std::string& vocab_bpe, const std::string& where) {
+  const std::string enc = where + "/encoder.json", bpe = where + "/vocab.bpe";
+  const std::vector<std::string> spelled = tokens_by_id(encoder_json, enc);
+  const std::vector<std::pair<std::string, std::string>> merges = merges_of(vocab_bpe, bpe);
+  const size_t tokens = spelled.size();
+  bytes_of_.assign(tokens, std::string());
   // Ids below 256 + merges are the bytes and the merged tokens; above are special tokens.
   const size_t ordinary = 256 + merges.size();
-  FLEXTP_CHECK(ordinary <= j.size(), bpe, " has ", merges.size(), " merges but ", enc, " only ", j.size(),
+  FLEXTP_CHECK(ordinary <= tokens, bpe, " has ", merges.size(), " merges but ", enc, " only ", tokens,
                " tokens: the files do not belong together");
-  for (size_t i = 0; i < j.size(); ++i) {
+  for (size_t i = 0; i < tokens; ++i) {
     if (i >= ordinary) {
       // Past the merged tokens only special tokens may follow: an ordinary one here is one that
       // no merge makes (a vocab.bpe cut short), and encoding would never produce it.

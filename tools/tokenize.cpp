@@ -36,6 +36,37 @@ std::vector<std::string> shards_in(const std::string& dir) {
   return names;
 }
 
+// The shards --out holds already: refused unless --force.
+std::vector<std::string> old_shards_in(const std::string& out, bool force) {
+  const std::vector<std::string> old_shards = shards_in(out);
+  FLEXTP_CHECK(old_shards.empty() || force, "--out ", out, " already holds shards (", old_shards.front(),
+               old_shards.size() > 1 ? " and " + std::to_string(old_shards.size() - 1) + " more" : std::string(),
+               "), which train_*.bin and val_*.bin would read beside the new ones: remove them, or pass --force "
+               "to replace them");
+  return old_shards;
+}
+
+// Removes the old shards (--force) and writes the new ones, train_NNNNNN.bin and val_NNNNNN.bin of
+// `shard_tokens` tokens each (the last may be short).
+void replace_shards(const std::string& out, const std::vector<std::string>& old_shards, const std::vector<int32_t>& train,
+                    const std::vector<int32_t>& val, int64_t shard_tokens) {
+  std::error_code ec;
+  for (const std::string& name : old_shards) {
+    std::filesystem::remove(std::filesystem::path(out) / name, ec);
+    FLEXTP_CHECK(!ec, "--force: cannot remove the old shard ", out, "/", name, ": ", ec.message());
+  }
+  if (!old_shards.empty()) std::printf("removed %zu old shards from %s\n", old_shards.size(), out.c_str());
+  for (auto [name, tokens] : {std::pair{"train", &train}, std::pair{"val", &val}}) {
+    for (size_t first = 0, n = 0; first < tokens->size(); first += static_cast<size_t>(shard_tokens), ++n) {
+      size_t last = std::min(tokens->size(), first + static_cast<size_t>(shard_tokens));
+      char file[64];
+      std::snprintf(file, sizeof file, "/%s_%06zu.bin", name, n);
+      write_shard(out + file, std::vector<int32_t>(tokens->begin() + static_cast<long>(first), tokens->begin() + static_cast<long>(last)));
+      std::printf("wrote %s%s: %zu tokens\n", out.c_str(), file, last - first);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -58,11 +89,7 @@ int main(int argc, char** argv) {
   try {
     // Old shards beside new ones would be read with them by train_*.bin: refused before the
     // (possibly long) tokenising, removed only once the new tokens are ready.
-    const std::vector<std::string> old_shards = shards_in(out);
-    FLEXTP_CHECK(old_shards.empty() || force, "--out ", out, " already holds shards (", old_shards.front(),
-                 old_shards.size() > 1 ? " and " + std::to_string(old_shards.size() - 1) + " more" : std::string(),
-                 "), which train_*.bin and val_*.bin would read beside the new ones: remove them, or pass --force "
-                 "to replace them");
+    const std::vector<std::string> old_shards = old_shards_in(out, force);
     std::unique_ptr<Tokenizer> tok = tokenizer_from_flags(kind, dir);
     FLEXTP_CHECK(tok->vocab_size() <= 65536, "shards hold 16-bit ids; the vocabulary of ", tok->vocab_size(), " does not fit");
     // Documents are separated by GPT-2's end-of-text token (as llm.c's shards are), when it has one.
@@ -92,21 +119,7 @@ int main(int argc, char** argv) {
     } catch (const Error& e) {
       throw Error("--out " + out + ": " + e.what());
     }
-    std::error_code ec;
-    for (const std::string& name : old_shards) {
-      std::filesystem::remove(std::filesystem::path(out) / name, ec);
-      FLEXTP_CHECK(!ec, "--force: cannot remove the old shard ", out, "/", name, ": ", ec.message());
-    }
-    if (!old_shards.empty()) std::printf("removed %zu old shards from %s\n", old_shards.size(), out.c_str());
-    for (auto [name, tokens] : {std::pair{"train", &train}, std::pair{"val", &val}}) {
-      for (size_t first = 0, n = 0; first < tokens->size(); first += static_cast<size_t>(shard_tokens), ++n) {
-        size_t last = std::min(tokens->size(), first + static_cast<size_t>(shard_tokens));
-        char file[64];
-        std::snprintf(file, sizeof file, "/%s_%06zu.bin", name, n);
-        write_shard(out + file, std::vector<int32_t>(tokens->begin() + static_cast<long>(first), tokens->begin() + static_cast<long>(last)));
-        std::printf("wrote %s%s: %zu tokens\n", out.c_str(), file, last - first);
-      }
-    }
+    replace_shards(out, old_shards, train, val, shard_tokens);
     std::printf("%s: %.1f MB of text -> %zu tokens (%zu train, %zu val); encoding %.2f MB/s\n", tok->name(), bytes / 1e6,
                 all.size(), train.size(), val.size(), seconds > 0 ? bytes / 1e6 / seconds : 0.0);
   } catch (const std::exception& e) {

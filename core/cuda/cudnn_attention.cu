@@ -251,75 +251,85 @@ std::string op_name(const sdpa::GraphOp& op, size_t i) {
   return std::string(kind) + " operation #" + std::to_string(i) + " of the attention graph";
 }
 
+// A tensor's descriptor.
+DescPtr describe_tensor(const sdpa::GraphTensor& t) {
+  auto d = std::make_unique<Desc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor " + std::to_string(t.uid));
+  d->set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, data_type(t.type));
+  d->set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, t.dims);
+  d->set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, t.strides);
+  d->set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, t.uid);
+  d->set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, int64_t{16});
+  d->set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, t.is_virtual);
+  if (t.by_value) d->set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, true);
+  d->finalize();
+  return d;
+}
+
+// Operation i's descriptor (unfinalized), linked to the plan's tensors; the descriptors it links
+// to go into p.keep.
+DescPtr describe_op(const sdpa::GraphOp& op, size_t i, Plan& plan) {
+  Plan* p = &plan;
+  auto tensor = [&](int64_t uid) -> const Desc& { return *p->tensors.at(uid); };
+  std::string name = op_name(op, i);
+  DescPtr o;
+  switch (op.kind) {
+    case sdpa::OpKind::matmul: {
+      auto mm = std::make_unique<Desc>(CUDNN_BACKEND_MATMUL_DESCRIPTOR, "the matmul of " + name);
+      mm->set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
+      mm->finalize();
+      o = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, name);
+      o->link(CUDNN_ATTR_OPERATION_MATMUL_ADESC, tensor(op.in0));
+      o->link(CUDNN_ATTR_OPERATION_MATMUL_BDESC, tensor(op.in1));
+      o->link(CUDNN_ATTR_OPERATION_MATMUL_CDESC, tensor(op.out));
+      o->link(CUDNN_ATTR_OPERATION_MATMUL_DESC, *mm);
+      p->keep.push_back(std::move(mm));
+      break;
+    }
+    case sdpa::OpKind::pointwise: {
+      auto pw = std::make_unique<Desc>(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, "the mode of " + name);
+      pw->set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, pointwise_mode(op.pointwise));
+      pw->set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, data_type(op.compute));
+      if (op.pointwise == sdpa::Pointwise::gen_index) pw->set(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, op.axis);
+      pw->finalize();
+      o = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, name);
+      o->link(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, *pw);
+      o->link(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, tensor(op.in0));
+      if (op.in1) o->link(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, tensor(op.in1));
+      if (op.in2) o->link(CUDNN_ATTR_OPERATION_POINTWISE_TDESC, tensor(op.in2));
+      o->link(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, tensor(op.out));
+      p->keep.push_back(std::move(pw));
+      break;
+    }
+    case sdpa::OpKind::reduction: {
+      auto red = std::make_unique<Desc>(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, "the mode of " + name);
+      red->set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE,
+               op.reduce == sdpa::Reduce::max ? CUDNN_REDUCE_TENSOR_MAX : CUDNN_REDUCE_TENSOR_ADD);
+      red->set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
+      red->finalize();
+      o = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, name);
+      o->link(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, tensor(op.in0));
+      o->link(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, tensor(op.out));
+      o->link(CUDNN_ATTR_OPERATION_REDUCTION_DESC, *red);
+      p->keep.push_back(std::move(red));
+      break;
+    }
+    case sdpa::OpKind::reshape: {
+      o = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, name);
+      o->link(CUDNN_ATTR_OPERATION_RESHAPE_XDESC, tensor(op.in0));
+      o->link(CUDNN_ATTR_OPERATION_RESHAPE_YDESC, tensor(op.out));
+      break;
+    }
+  }
+  return o;
+}
+
 // The descriptors of every tensor and operation of the graph: no GPU is needed up to here.
 std::unique_ptr<Plan> describe(sdpa::Graph graph) {
   auto p = std::make_unique<Plan>();
   p->graph = std::move(graph);
-  for (const sdpa::GraphTensor& t : p->graph.tensors) {
-    auto d = std::make_unique<Desc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor " + std::to_string(t.uid));
-    d->set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, data_type(t.type));
-    d->set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, t.dims);
-    d->set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, t.strides);
-    d->set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, t.uid);
-    d->set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, int64_t{16});
-    d->set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, t.is_virtual);
-    if (t.by_value) d->set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, true);
-    d->finalize();
-    p->tensors[t.uid] = std::move(d);
-  }
-  auto tensor = [&](int64_t uid) -> const Desc& { return *p->tensors.at(uid); };
+  for (const sdpa::GraphTensor& t : p->graph.tensors) p->tensors[t.uid] = describe_tensor(t);
   for (size_t i = 0; i < p->graph.ops.size(); ++i) {
-    const sdpa::GraphOp& op = p->graph.ops[i];
-    std::string name = op_name(op, i);
-    DescPtr o;
-    switch (op.kind) {
-      case sdpa::OpKind::matmul: {
-        auto mm = std::make_unique<Desc>(CUDNN_BACKEND_MATMUL_DESCRIPTOR, "the matmul of " + name);
-        mm->set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
-        mm->finalize();
-        o = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, name);
-        o->link(CUDNN_ATTR_OPERATION_MATMUL_ADESC, tensor(op.in0));
-        o->link(CUDNN_ATTR_OPERATION_MATMUL_BDESC, tensor(op.in1));
-        o->link(CUDNN_ATTR_OPERATION_MATMUL_CDESC, tensor(op.out));
-        o->link(CUDNN_ATTR_OPERATION_MATMUL_DESC, *mm);
-        p->keep.push_back(std::move(mm));
-        break;
-      }
-      case sdpa::OpKind::pointwise: {
-        auto pw = std::make_unique<Desc>(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, "the mode of " + name);
-        pw->set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, pointwise_mode(op.pointwise));
-        pw->set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, data_type(op.compute));
-        if (op.pointwise == sdpa::Pointwise::gen_index) pw->set(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, op.axis);
-        pw->finalize();
-        o = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, name);
-        o->link(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, *pw);
-        o->link(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, tensor(op.in0));
-        if (op.in1) o->link(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, tensor(op.in1));
-        if (op.in2) o->link(CUDNN_ATTR_OPERATION_POINTWISE_TDESC, tensor(op.in2));
-        o->link(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, tensor(op.out));
-        p->keep.push_back(std::move(pw));
-        break;
-      }
-      case sdpa::OpKind::reduction: {
-        auto red = std::make_unique<Desc>(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, "the mode of " + name);
-        red->set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE,
-                 op.reduce == sdpa::Reduce::max ? CUDNN_REDUCE_TENSOR_MAX : CUDNN_REDUCE_TENSOR_ADD);
-        red->set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
-        red->finalize();
-        o = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, name);
-        o->link(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, tensor(op.in0));
-        o->link(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, tensor(op.out));
-        o->link(CUDNN_ATTR_OPERATION_REDUCTION_DESC, *red);
-        p->keep.push_back(std::move(red));
-        break;
-      }
-      case sdpa::OpKind::reshape: {
-        o = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, name);
-        o->link(CUDNN_ATTR_OPERATION_RESHAPE_XDESC, tensor(op.in0));
-        o->link(CUDNN_ATTR_OPERATION_RESHAPE_YDESC, tensor(op.out));
-        break;
-      }
-    }
+    DescPtr o = describe_op(p->graph.ops[i], i, *p);
     o->finalize();
     p->ops.push_back(o->get());
     p->keep.push_back(std::move(o));
