@@ -159,12 +159,21 @@ def statuses(work):
     env = {k: v for k, v in os.environ.items() if not k.startswith("OMPI_MCA_")}
     hostfile = os.path.join(work, "hostfile")
     open(hostfile, "w").write("h0 slots=1\n")
+    zero, twice = os.path.join(work, "zero"), os.path.join(work, "twice")
+    open(zero, "w").write("h0 slots=1\nh1 slots=0\n")
+    open(twice, "w").write("h0 slots=1\n# a comment\nh0 slots=2\n")
     train = BUILD + "/train"
     for args, says in [(["--restarts", "x", "--", "true"], "--restarts wants a whole number"),
                        (["--restarts", "1", "--", train], "--restarts needs a hostfile"),
                        (["--hostfile", work + "/missing", "--restarts", "1", "--", train, "--snapshot-dir", "s"],
                         "cannot read the hostfile"),
-                       (["--hostfile", hostfile, "--restarts", "1", "--", train], "needs the program's --snapshot-dir")]:
+                       (["--hostfile", hostfile, "--restarts", "1", "--", train], "needs the program's --snapshot-dir"),
+                       (["--hostfile", zero, "--restarts", "1", "--", train, "--snapshot-dir", "s"],
+                        "line 2: h1 has slots=0"),
+                       (["--hostfile", twice, "--restarts", "1", "--", train, "--snapshot-dir", "s"],
+                        "names h0 twice (lines 1 and 3)"),
+                       (["--hostfile", hostfile, "--restarts", "1", "--", BUILD + "/nonexistent", "--snapshot-dir", "s"],
+                        "the program " + BUILD + "/nonexistent is not found")]:
         r = subprocess.run([REPO + "/scripts/launch", "-n", "1"] + args, env=env, capture_output=True, text=True)
         if r.returncode != 2 or says not in r.stderr:
             fail("scripts/launch %s: status %d, %r (wanted 2 and %r)" % (" ".join(args), r.returncode, r.stderr, says))
@@ -174,6 +183,8 @@ run() { scripts/launch "$@" >"$work/out" 2>&1; echo "$?" >"$work/status-$name"; 
 work=%(work)s
 snap="--snapshot-dir $FLEXTP_HOST_DIR/snap"
 name=bad-flag run -n 2 --restarts 2 -- %(train)s %(model)s --steps 2 --lr -1 $snap
+printf 'h0 slots=1\nh7 slots=1\n' >"$work/h7"  # a host that never answered: refused, not "lost"
+name=unknown run -n 2 --hostfile "$work/h7" --restarts 2 -- %(train)s %(model)s --steps 2 $snap
 name=spent run -n 2 --restarts 0 -- %(train)s %(model)s --steps 400 $snap --snapshot-every 1000 &
 until grep -q "^step" "$work/out" 2>/dev/null; do sleep 0.05; done
 scripts/hosts kill h1
@@ -192,15 +203,17 @@ wait
     if r.returncode == 77:
         sys.exit(77)
     out = open(os.path.join(work, "all")).read()
-    print("".join(l + "\n" for l in out.splitlines() if l.startswith("launch:")), end="")
-    want = {"bad-flag": ("1", "not restarting"), "spent": ("75", "restart(s) are spent"), "no-host": ("69", "no host answers")}
+    print("".join(l + "\n" for l in out.splitlines() if l.startswith(("launch:", "scripts/launch:"))), end="")
+    want = {"bad-flag": ("1", "not restarting"), "unknown": ("2", "h7 (in the hostfile"),
+            "spent": ("75", "restart(s) are spent"), "no-host": ("69", "no host answers")}
     for name, (status, says) in want.items():
         got = open(os.path.join(work, "status-" + name)).read().strip()
         if got != status or says not in out:
             fail("%s: exit status %s (wanted %s and %r in the log)" % (name, got, status, says))
     if "restart 1 of" in out.split("no host answers")[0].split("restart(s) are spent")[0]:
         fail("a job with a bad flag was restarted")
-    print("passed: statuses: bad input 2, the program's error 1 (no restart), restarts spent 75, no host left 69")
+    print("passed: statuses: bad input 2 (slots=0, a host named twice, a missing program, a host that never "
+          "answered), the program's error 1 (no restart), restarts spent 75, no host left 69")
 
 
 def main():
