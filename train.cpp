@@ -199,6 +199,7 @@ int run(TrainOptions& o, const OptionTable& table, Communicator& world, Device d
   state.extra[kScheduleSteps] = std::to_string(schedule.total);
   RunOutputs outputs(o, model, *opt, step_clock, world, watchdog, log, *tok, state, groups.grid.dp_rank == 0);
   Snapshots snapshots(ck, model, *opt, state, mail, groups.hosts, groups.grid, log, start);
+  snapshots.say_if_none_before(steps);
   Trainer trainer(step_settings(o, schedule), model, *opt, step_clock, *balancer, watchdog, std::move(sampler),
                   std::move(faults), [&](const StepReport& r) { log.skipped(r); },
                   {groups.grid, groups.dp.get(), static_cast<int64_t>(o.parallel.dp_bucket_mb * (1 << 20)), &world});

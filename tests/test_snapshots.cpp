@@ -220,6 +220,7 @@ TEST_CASE("train's snapshots on one process: refused where they cannot work, res
   test::Run first = train("--steps 5 --no-save" + snaps);
   REQUIRE_MESSAGE(first.status == 0, first.output);
   CHECK_MESSAGE(first.output.find("one host, so no copy elsewhere") != std::string::npos, first.output);
+  CHECK(first.output.find("no snapshot in this run") == std::string::npos);
   CHECK(snapshot_files(dir.file("snap")).size() == 2);  // steps 2 and 4: the one before the last stays
   // Another run into the same directory is refused before its first step...
   test::Run again = train("--steps 5 --no-save" + snaps);
@@ -238,4 +239,8 @@ TEST_CASE("train's snapshots on one process: refused where they cannot work, res
   test::Run none = train("--steps 2 --no-save --snapshot-dir " + dir.file("empty") + " --resume-snapshot");
   REQUIRE_MESSAGE(none.status == 0, none.output);
   CHECK_MESSAGE(none.output.find("snapshot: none complete in " + dir.file("empty")) != std::string::npos, none.output);
+  // Its snapshots every 20 steps reach none of its 2: it says so.
+  CHECK_MESSAGE(none.output.find("no snapshot in this run: every 20 steps reaches none of steps 1 to 1") !=
+                    std::string::npos,
+                none.output);
 }

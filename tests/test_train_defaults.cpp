@@ -92,6 +92,11 @@ TEST_CASE("--name is a name, not a path: a run name refused writes nothing, outs
   Run named = train_in(dir, "--steps 1 --name Run-2.b_c");
   CHECK_MESSAGE(named.status == 0, named.output);
   CHECK(std::filesystem::exists(dir.path / "runs/Run-2.b_c/model.safetensors"));
+  // The longest name a file system takes, 255 characters, is a name.
+  const std::string longest(255, 'n');
+  Run longest_name = train_in(dir, "--steps 1 --name " + longest);
+  CHECK_MESSAGE(longest_name.status == 0, longest_name.output);
+  CHECK(std::filesystem::exists(dir.path / "runs" / longest / "model.safetensors"));
 }
 
 TEST_CASE("the README's quick start needs no directory made first: runs/ is made for --metrics and the checkpoint") {

@@ -220,6 +220,13 @@ void Snapshots::after_step(int64_t step, bool last) {
     keep_letters(mail_->progress());
 }
 
+void Snapshots::say_if_none_before(int64_t steps) const {
+  if (o_.snapshot_dir.empty() || (steps - 1) / every_ > kept_from_ / every_) return;
+  log_.say("no snapshot in this run: every %lld steps reaches none of steps %lld to %lld (the last is saved, not "
+           "snapshotted); recovery after losing a host is off: give a smaller --snapshot-every\n",
+           (long long)every_, (long long)kept_from_ + 1, (long long)steps - 1);
+}
+
 void Snapshots::finish() {
   if (!o_.snapshot_dir.empty() && mail_) keep_letters(mail_->finish());
   wait_writes();

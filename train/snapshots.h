@@ -45,6 +45,9 @@ class Snapshots {
   void after_step(int64_t step, bool last);
   // Waits for the copies still travelling.
   void finish();
+  // Says so when no step of this run before its last, `steps`, is a snapshot's (--snapshot-every
+  // past the steps left): recovery after losing a host is off.
+  void say_if_none_before(int64_t steps) const;
 
  private:
   void take(int64_t step);

@@ -34,6 +34,7 @@ inside=$(scripts/hosts -n 3 -- bash -c '
   scripts/hosts kill h1
   wait $! 2>/dev/null || echo "h1 killed: $?"
   scripts/hosts exec h1 -- true 2>/dev/null || echo "h1 lost: $?"
+  scripts/hosts exec "h." -- true 2>&1 | grep -q "no host .h\.. here" && echo "pattern refused"
   echo "prefix $(cat $FLEXTP_HOSTS/prefix)"
 ' 2>&1)
 status=$?
@@ -49,6 +50,7 @@ grep -q reached-h2 <<<"$inside" || fail "h0 should reach h2 by name over the hos
 grep -q rates-set <<<"$inside" || fail "rate should set and free a host's link"
 grep -q "h1 killed: 137" <<<"$inside" || fail "kill should end h1's processes with SIGKILL"
 grep -q "h1 lost: 255" <<<"$inside" || fail "a killed host should answer no more (as ssh: 255)"
+grep -q "pattern refused" <<<"$inside" || fail "exec 'h.' should be refused: a host name is a name, not a pattern"
 prefix=$(sed -n 's/^prefix //p' <<<"$inside")
 [ -n "$prefix" ] && ip netns list | grep -q "^$prefix-" && fail "namespaces $prefix-* left after the run"
 
