@@ -225,6 +225,10 @@ int main(int argc, char** argv) {
     return *status;
   }
   error_locations = o.debug;
+  if (o.print_config) {  // what the run would use, for scripts (scripts/supervise reads --snapshot-dir)
+    std::printf("%s", app.config_to_str(false, false).c_str());
+    return 0;
+  }
   install_stop_signals();
   std::unique_ptr<Communicator> comm;
   try {

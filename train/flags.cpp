@@ -212,7 +212,9 @@ OptionTable add_train_flags(CLI::App& app, TrainOptions& o) {
         app.set_config("--config", "", "read flags from a TOML or INI file (KEY = VALUE, KEY a flag without its "
                        "dashes); flags on the command line override it"),
         app.set_version_flag("--version", version_text()),
-        app.add_flag("--debug", o.debug, "a failure's message also names the source line it comes from")})
+        app.add_flag("--debug", o.debug, "a failure's message also names the source line it comes from"),
+        app.add_flag("--print-config", o.print_config,
+                     "print the options given (on the command line and in --config) as KEY=VALUE, and exit")})
     general->group("General");
   app.allow_config_extras(CLI::config_extras_mode::error);
   OptionTable table(app);

@@ -92,6 +92,7 @@ struct TrainOptions {
   HarnessOptions harness;
   uint64_t seed = GPTConfig{}.seed;  // initialisation, data order, dropout, sampling, resizing
   bool debug = false;                // errors name the source line they come from
+  bool print_config = false;         // print the options given as KEY=VALUE, and exit
 };
 
 }  // namespace flextp
