@@ -71,14 +71,6 @@ def supervised(work, hosts, slots, tp, kills, fault):
         kill_lines.append('echo "lost %s after: $(grep "^step *[0-9]* |" "$work/sup.log" | tail -1 | cut -c1-11)" >>"$work/kills"'
                           % host)
         kill_lines.append('scripts/hosts kill %s; rm -rf "$FLEXTP_HOSTS/local/%s"/*' % (host, host))
-    # --snapshot-dir from a --config file: the supervisor asks train (--print-config), not its words.
-    config = os.path.join(work, "snap.toml")
-    open(config, "w").write('snapshot-dir = "%s"\n' % os.path.join(work, "snap"))
-    r = subprocess.run([REPO + "/scripts/launch", "-n", "1", "--hostfile", hostfile, "--restarts", "1", "--dry-run", "--",
-                        train, "--config", config], env=env, capture_output=True, text=True)
-    if r.returncode != 0 or "--config " + config not in r.stdout:
-        fail("--snapshot-dir in a --config file: status %d, %r %r (wanted 0 and the command)" % (r.returncode, r.stdout,
-                                                                                              r.stderr))
     script = """set -u
 work=%s
 cd %s
@@ -185,6 +177,14 @@ def statuses(work):
         r = subprocess.run([REPO + "/scripts/launch", "-n", "1"] + args, env=env, capture_output=True, text=True)
         if r.returncode != 2 or says not in r.stderr:
             fail("scripts/launch %s: status %d, %r (wanted 2 and %r)" % (" ".join(args), r.returncode, r.stderr, says))
+    # --snapshot-dir from a --config file: the supervisor asks train (--print-config), not its words.
+    config = os.path.join(work, "snap.toml")
+    open(config, "w").write('snapshot-dir = "%s"\n' % os.path.join(work, "snap"))
+    r = subprocess.run([REPO + "/scripts/launch", "-n", "1", "--hostfile", hostfile, "--restarts", "1", "--dry-run", "--",
+                        train, "--config", config], env=env, capture_output=True, text=True)
+    if r.returncode != 0 or "--config " + config not in r.stdout:
+        fail("--snapshot-dir in a --config file: status %d, %r %r (wanted 0 and the command)" % (r.returncode, r.stdout,
+                                                                                              r.stderr))
     script = """set -u
 cd %(repo)s
 run() { scripts/launch "$@" >"$work/out" 2>&1; echo "$?" >"$work/status-$name"; cat "$work/out" >>"$work/all"; }
