@@ -37,6 +37,10 @@ TEST_CASE("no link event for a blip, sub-ms jitter, or a slow rank that leaves t
   LinkWatch w;
   // A blip: one step of 60 ms.
   for (Event e : feed(w, {50, 10, 10, 60, 10, 10})) CHECK(e == Event::None);
+  // Two separate blips, a normal step between them: not two in a row, so nothing (nor a recovery).
+  LinkWatch twice;
+  for (Event e : feed(twice, {50, 10, 10, 60, 10, 60, 10, 10})) CHECK(e == Event::None);
+  CHECK(!twice.slow());
   // Jitter: 1 -> 5-9 ms is up to 9x, but under the 10 ms floor.
   LinkWatch shm;
   for (Event e : feed(shm, {5, 1, 1, 5.3, 9.3, 5, 1})) CHECK(e == Event::None);

@@ -96,6 +96,31 @@ TEST_CASE("the shards of a snapshot assemble into the checkpoint a save writes, 
                     doctest::Contains("not one replica's"));
 }
 
+TEST_CASE("a snapshot after skipped steps assembles the optimizer's step count, not the training step") {
+  // Non-finite steps are skipped: step 5 with 3 optimizer steps taken (AdamW's bias correction
+  // counts those).
+  test::TempDir dir("snapskip");
+  GPT whole(small());
+  AdamW opt({0.9, 0.999, 1e-8, 0.1});
+  train_a_little(whole, opt);
+  REQUIRE(opt.steps_taken() == 3);
+  TrainState state{5, 42, {}, "0123456789abcdef"};
+  Partition split = Partition::proportional(unit_groups(small()), {1, 1});
+  std::vector<std::string> shards;
+  for (int r = 0; r < 2; ++r)
+    shards.push_back(write_shard(dir.file("rank" + std::to_string(r)), *rank_of(whole, split, r), opt, state, r, 2));
+  AdamW fresh({0.9, 0.999, 1e-8, 0.1});
+  CHECK(assemble_checkpoint(shards, fresh, dir.file("assembled.st")).step == 5);
+  CHECK(fresh.steps_taken() == 3);
+  SafetensorsFile assembled = read_safetensors(dir.file("assembled.st.state"));
+  CHECK(assembled.metadata.at("step") == "5");
+  CHECK(assembled.metadata.at("optimizer_steps") == "3");
+  AdamW loaded({0.9, 0.999, 1e-8, 0.1});
+  GPT back(small());
+  CHECK(load_checkpoint(dir.file("assembled.st"), back, &loaded).step == 5);
+  CHECK(loaded.steps_taken() == 3);
+}
+
 TEST_CASE("shards that do not make one snapshot are refused, naming the problem") {
   test::TempDir dir("snapbad");
   GPT whole(small());
