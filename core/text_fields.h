@@ -4,8 +4,10 @@
 #include <charconv>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace flextp {
@@ -60,6 +62,38 @@ inline std::optional<uint64_t> whole_uint(const std::string& s) {
 inline std::string shortest_text(double v) {
   char s[32];
   return std::string(s, std::to_chars(s, s + sizeof s, v).ptr);
+}
+
+// A setting's value as text and back (false: the text is not one; the value is left as it was):
+// flags recorded in checkpoints (train/option_table.h) and GPTConfig's fields (nn/config.h).
+template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>>
+std::string value_text(T v) {
+  return std::to_string(v);
+}
+inline std::string value_text(double v) { return shortest_text(v); }
+inline std::string value_text(const std::string& v) { return v; }
+
+template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>>
+bool value_from_text(const std::string& s, T& v) {
+  if constexpr (std::is_signed_v<T>) {
+    std::optional<int64_t> n = whole_int(s);
+    if (!n || *n < std::numeric_limits<T>::min() || *n > std::numeric_limits<T>::max()) return false;
+    v = static_cast<T>(*n);
+  } else {
+    std::optional<uint64_t> n = whole_uint(s);
+    if (!n || *n > std::numeric_limits<T>::max()) return false;
+    v = static_cast<T>(*n);
+  }
+  return true;
+}
+inline bool value_from_text(const std::string& s, double& v) {
+  std::optional<double> n = whole_double(s);
+  if (n) v = *n;
+  return n.has_value();
+}
+inline bool value_from_text(const std::string& s, std::string& v) {
+  v = s;
+  return true;
 }
 
 }  // namespace flextp

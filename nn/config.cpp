@@ -21,24 +21,17 @@ int64_t physical_memory_bytes() {
 
 std::string gigabytes(double bytes) { return std::to_string(static_cast<int64_t>(bytes / 1e9 + 0.5)) + " GB"; }
 
-template <typename T, typename V>
-bool assign(const std::optional<T>& parsed, V& v) {
-  if (parsed) v = static_cast<V>(*parsed);
-  return parsed.has_value();
+// A field's value as text and back: text_fields.h's, and a DType, which no file records.
+template <typename T>
+std::string field_text(const T& v) {
+  return value_text(v);
 }
-
-// A field's value as text and back (false: the text is not one), for each type a field may have.
-std::string field_text(int64_t v) { return std::to_string(v); }
-std::string field_text(uint64_t v) { return std::to_string(v); }
-std::string field_text(double v) { return shortest_text(v); }
-std::string field_text(const std::string& v) { return v; }
 std::string field_text(DType v) { return dtype_name(v); }
-
-bool field_from_text(const std::string& s, int64_t& v) { return assign(whole_int(s), v); }
-bool field_from_text(const std::string& s, uint64_t& v) { return assign(whole_uint(s), v); }
-bool field_from_text(const std::string& s, double& v) { return assign(whole_double(s), v); }
-bool field_from_text(const std::string& s, std::string& v) { return v = s, true; }
-bool field_from_text(const std::string&, DType&) { return false; }  // no file records a dtype
+template <typename T>
+bool field_from_text(const std::string& s, T& v) {
+  return value_from_text(s, v);
+}
+bool field_from_text(const std::string&, DType&) { return false; }
 
 const char* field_kind(int64_t) { return "an integer"; }
 const char* field_kind(uint64_t) { return "an unsigned integer"; }

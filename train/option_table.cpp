@@ -20,12 +20,6 @@ bool saved_field(const std::string& name) {
   return saved;
 }
 
-template <typename T>
-bool assign(const std::optional<T>& parsed, T& v) {
-  if (parsed) v = *parsed;
-  return parsed.has_value();
-}
-
 bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 }  // namespace
@@ -76,17 +70,6 @@ Declaration OptionTable::parsed(const std::string& flag, double& value,
   option->default_str(option_text(value));
   return declare(option, [&value] { return option_text(value); }, read);
 }
-
-const DeclaredOption* OptionTable::find(const std::string& flag) const {
-  for (const DeclaredOption& d : options_)
-    if (d.option->get_name() == flag) return &d;
-  return nullptr;
-}
-
-std::string option_text(double v) { return shortest_text(v); }
-std::string option_text(const std::string& v) { return v; }
-bool option_from_text(const std::string& s, double& v) { return assign(whole_double(s), v); }
-bool option_from_text(const std::string& s, std::string& v) { return v = s, true; }
 
 std::map<std::string, std::string> recorded_options(const OptionTable& table) {
   std::map<std::string, std::string> out;

@@ -10,11 +10,9 @@
 #include <CLI/CLI.hpp>
 #include <deque>
 #include <functional>
-#include <limits>
 #include <map>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "core/text_fields.h"
@@ -70,7 +68,6 @@ class OptionTable {
                      const std::string& rule, const std::string& help);
 
   const std::deque<DeclaredOption>& options() const { return options_; }
-  const DeclaredOption* find(const std::string& flag) const;
   CLI::App& app() const { return *app_; }
 
  private:
@@ -82,39 +79,27 @@ class OptionTable {
   std::deque<DeclaredOption> options_;  // a deque: declarations keep their addresses
 };
 
-// A value as a checkpoint records it, and back.
-template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>>
-std::string option_text(T v) {
-  return std::to_string(v);
+// A value as a checkpoint records it, and back: core/text_fields.h's value_text and
+// value_from_text, and a list as its values comma-separated.
+template <typename T>
+std::string option_text(const T& v) {
+  return value_text(v);
 }
-std::string option_text(double v);
-std::string option_text(const std::string& v);
 template <typename T>
 std::string option_text(const std::vector<T>& v) {
   std::string out;
-  for (const T& e : v) out += (out.empty() ? "" : ",") + option_text(e);
+  for (const T& e : v) out += (out.empty() ? "" : ",") + value_text(e);
   return out;
 }
-template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>>
+template <typename T>
 bool option_from_text(const std::string& s, T& v) {
-  std::optional<T> parsed;
-  if constexpr (std::is_signed_v<T>) {
-    std::optional<int64_t> n = whole_int(s);
-    if (n && *n >= std::numeric_limits<T>::min() && *n <= std::numeric_limits<T>::max()) parsed = static_cast<T>(*n);
-  } else {
-    std::optional<uint64_t> n = whole_uint(s);
-    if (n && *n <= std::numeric_limits<T>::max()) parsed = static_cast<T>(*n);
-  }
-  if (parsed) v = *parsed;
-  return parsed.has_value();
+  return value_from_text(s, v);
 }
-bool option_from_text(const std::string& s, double& v);
-bool option_from_text(const std::string& s, std::string& v);
 template <typename T>
 bool option_from_text(const std::string& s, std::vector<T>& v) {
   v.clear();
   for (const std::string& part : CLI::detail::split(s, ','))
-    if (!part.empty() && !option_from_text(part, v.emplace_back())) return false;
+    if (!part.empty() && !value_from_text(part, v.emplace_back())) return false;
   return true;
 }
 
