@@ -20,6 +20,7 @@
 #include "nn/mfu.h"
 #include "nn/units.h"
 #include "parallel/comm/byte_mail.h"
+#include "parallel/comm/heartbeat.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/comm/nccl_communicator.h"
 #include "parallel/comm/placement.h"
@@ -212,6 +213,15 @@ int run(TrainOptions& o, const OptionTable& table, Communicator& world, Device d
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Under the supervisor (scripts/launch --restarts), beats from the first moment, beside every
+  // step, save and collective: a host whose beats stop is lost within seconds (issue 43).
+  std::unique_ptr<Heartbeat> heartbeat;
+  try {
+    heartbeat = Heartbeat::from_environment();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train: error: %s\n", e.what());
+    return 1;
+  }
   // Under mpirun (or srun) each process is one tensor-parallel rank of one replica (--tp); alone,
   // no launcher is needed.
   std::unique_ptr<MpiRuntime> mpi;

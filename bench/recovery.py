@@ -5,13 +5,18 @@ scripts/hosts, a 2 x 2 grid (tensor parallel inside a host):
   cost      a run with --snapshot-every K for each K: a snapshot's blocking part, and how much
             slower the steps after it are (its copy and its writes go on there) than the run's
             other steps;
-  recovery  scripts/launch --restarts 1 with the default K; h1 is lost (kill -9 of all its
-            processes, its link down, its local directory deleted) after step --kill-at: the time
-            from the loss to the first step after the restart, and the steps lost;
+  recovery  scripts/launch --restarts 1 with K = 10; h1 is lost after step --kill-at, for each kind
+            of --loss: "kill" (every process killed with its link up, then the link down, its local
+            directory deleted: mpirun sees the ranks end) and "silent" (its link down first, its
+            processes killed a second later: only the heartbeats tell); the time from the loss to
+            the first step after the restart, and the steps lost;
   by hand   the same loss met by a person who restarts from the last --save-every checkpoint: the
-            time from `train --load` to its first step, and the steps lost since that checkpoint.
+            time from `train --load` to its first step, and the steps lost since that checkpoint;
+  heartbeat the same job without and with heartbeats (a watcher on h0, every rank beating), in
+            alternating runs of --steps: the median step of each.
 
   python3 bench/recovery.py [--build build] [--steps 60] [--every 5,10,20,50] [--kill-at 33]
+                            [--loss kill,silent] [--heartbeat-runs 3]
 
 Needs root and network namespaces (scripts/hosts).
 """
@@ -50,6 +55,8 @@ def main():
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--every", default="5,10,20,50")
     ap.add_argument("--kill-at", type=int, default=33)
+    ap.add_argument("--loss", default="kill,silent")
+    ap.add_argument("--heartbeat-runs", type=int, default=3)
     a = ap.parse_args()
     train = os.path.abspath(a.build) + "/train"
     model = MODEL + ["--steps", str(a.steps)]
@@ -81,7 +88,21 @@ def main():
         print("| %d | %s MB | %.0f ms | %.0f ms | %+.0f ms | %.0f ms (%.2f steps) | %.1f%% |" % (
             k, mb, median, statistics.mean(blocking), excess, cost, cost / median, 100 * cost / median / k))
 
-    # recovery, supervised, and by hand
+    print()
+    print("| after losing h1 | time to the first step | the supervisor's log | steps lost |")
+    print("|---|---|---|---|")
+    for loss in a.loss.split(","):
+        recovery(a, train, model, work, loss)
+    heartbeat_cost(a, train, model, work)
+    print("\n(files in %s)" % work)
+
+
+LOSE = {"kill": 'scripts/hosts kill h1',
+        "silent": 'scripts/hosts silence h1; sleep 1; scripts/hosts kill h1'}
+
+
+def recovery(a, train, model, work, loss):
+    """Supervised, and by hand from the last periodic checkpoint."""
     k = 10
     script = """
 work=%(work)s
@@ -90,7 +111,7 @@ scripts/launch -n 4 --restarts 1 -- %(train)s %(model)s --snapshot-dir "$FLEXTP_
 job=$!
 until grep -q "^step *%(kill)d |" "$work/sup.log"; do sleep 0.01; done
 echo "$EPOCHREALTIME" >"$work/killed_at"
-scripts/hosts kill h1
+%(lose)s
 rm -rf "$FLEXTP_HOSTS/local/h1"/*
 until grep -q "^launch: restart 1: first step" "$work/sup.log" || ! kill -0 $job 2>/dev/null; do sleep 0.005; done
 echo "$EPOCHREALTIME" >"$work/first_at"
@@ -110,25 +131,46 @@ until grep -q "^step *[0-9]* | loss" "$work/hand.log" || ! kill -0 $hand 2>/dev/
 echo "$start $EPOCHREALTIME" >"$work/hand_at"
 kill $hand; wait $hand || true  # its first step is all that is measured
 """ % {"work": work, "train": train, "model": " ".join(model), "k": k, "kill": a.kill_at,
-       "model_hand": " ".join(model)}
+       "model_hand": " ".join(model), "lose": LOSE[loss]}
     if on_hosts(script, work) != 0:
         sys.exit("the recovery run failed: see %s" % work)
     log = open(work + "/sup.log").read()
     killed, first = float(open(work + "/killed_at").read()), float(open(work + "/first_at").read())
-    restart = re.search(r"^launch: restart 1: first step \((\d+)\) ([\d.]+) s after the job ended; (\d+) step", log, re.M)
+    said = " ".join(l[len("launch: "):] for l in log.splitlines()
+                    if re.match(r"launch: (h1 silent|restart 1: first)", l))
     resumed = re.search(r"^snapshot: resuming step (\d+) .* in ([\d.]+) s", log, re.M)
     reached = max(int(s) for s in re.findall(r"^step +(\d+) \| loss", log.split("launch: restart 1 of")[0], re.M))
     hand_from = int(re.search(r"step(\d+)\.st", open(work + "/hand_from").read()).group(1))
     t0, t1 = (float(x) for x in open(work + "/hand_at").read().split())
-    print()
-    print("| after losing h1 (step %d reached) | time to the first step | steps lost |" % reached)
-    print("|---|---|---|")
-    print("| scripts/launch --restarts, --snapshot-every %d | %.1f s from the loss (%s s from the job's end; "
-          "restore %s s) | %d (resumed at %s) |" % (k, first - killed, restart.group(2), resumed.group(2),
-                                                   reached - int(resumed.group(1)), resumed.group(1)))
-    print("| by hand: train --load of --save-every %d's last checkpoint | %.1f s from the command (plus the time "
-          "until a person types it) | %d (resumed at %d) |" % (k, t1 - t0, reached - hand_from, hand_from))
-    print("\n(files in %s)" % work)
+    print("| %s at step %d, `scripts/launch --restarts`, `--snapshot-every %d` | **%.1f s** from the loss (the restore: "
+          "%s s) | %s | %d (resumed at %s) |" % (loss, reached, k, first - killed, resumed.group(2), said,
+                                                  reached - int(resumed.group(1)), resumed.group(1)))
+    print("| %s, by hand: `train --load` of `--save-every %d`'s last checkpoint | %.1f s from the command (plus the "
+          "time until a person types it) | | %d (resumed at %d) |" % (loss, k, t1 - t0, reached - hand_from, hand_from))
+
+
+def heartbeat_cost(a, train, model, work):
+    """Alternating runs without and with heartbeats; the median step of each run."""
+    lines = ['watcher=%s/flextp-heartbeats' % os.path.dirname(train)]
+    for i in range(a.heartbeat_runs):
+        lines.append('scripts/launch -n 4 -- %s %s --no-save --metrics %s/beat-off-%d.jsonl >/dev/null || exit 1'
+                     % (train, " ".join(model), work, i))
+        lines.append('rm -f %(w)s/port; $watcher --token t%(i)d --hosts h0,h1 --port-file %(w)s/port --lost-file %(w)s/lost &'
+                     % {"w": work, "i": i})
+        lines.append('until [ -s %s/port ]; do sleep 0.05; done' % work)
+        lines.append('scripts/launch -n 4 -x FLEXTP_HEARTBEAT=h0:$(cat %s/port):t%d:5 -- %s %s --no-save --metrics '
+                     '%s/beat-on-%d.jsonl >/dev/null || exit 1; kill $!' % (work, i, train, " ".join(model), work, i))
+    if on_hosts("\n".join(lines), work) != 0:
+        sys.exit("a heartbeat run failed: see %s" % work)
+
+    def median_step(name):
+        return statistics.median(j["ms"] for j in map(json.loads, open("%s/%s.jsonl" % (work, name)))
+                                 if "ms" in j and j["step"] > 2)
+    off = [median_step("beat-off-%d" % i) for i in range(a.heartbeat_runs)]
+    on = [median_step("beat-on-%d" % i) for i in range(a.heartbeat_runs)]
+    print("\n| heartbeats | median step of each run | median of the runs |\n|---|---|---|")
+    for name, runs in (("off", off), ("on (every rank, every 0.5 s)", on)):
+        print("| %s | %s | %.1f ms |" % (name, ", ".join("%.1f" % x for x in runs), statistics.median(runs)))
 
 
 if __name__ == "__main__":

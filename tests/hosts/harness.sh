@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/hosts itself (ctest label hosts): each host has its own hostname, /dev/shm and local
-# directory; exec, rate and kill reach the right host; the command's exit status comes back; what
+# directory; exec, rate, kill, silence, heal, freeze and thaw reach the right host; the command's exit status comes back; what
 # the harness made is gone after a normal end, a failure and a SIGTERM; bad input is refused.
 #   tests/hosts/harness.sh      (exit 77: the hosts cannot be made here)
 set -uo pipefail
@@ -35,6 +35,22 @@ inside=$(scripts/hosts -n 3 -- bash -c '
   wait $! 2>/dev/null || echo "h1 killed: $?"
   scripts/hosts exec h1 -- true 2>/dev/null || echo "h1 lost: $?"
   scripts/hosts exec "h." -- true 2>&1 | grep -q "no host .h\.. here" && echo "pattern refused"
+  # A partition: h2 silent, its processes alive; healed, it answers again.
+  scripts/hosts exec h2 -- sh -c "echo \$\$ >\$FLEXTP_HOSTS/h2-up.tmp; mv \$FLEXTP_HOSTS/h2-up.tmp \$FLEXTP_HOSTS/h2-up; exec sleep 300" &
+  for _ in $(seq 200); do [ -e $FLEXTP_HOSTS/h2-up ] && break; sleep 0.05; done
+  sleeper=$(cat $FLEXTP_HOSTS/h2-up)
+  scripts/hosts silence h2
+  (timeout 2 bash -c "</dev/tcp/h2/9" 2>&1 || true) | grep -q refused || echo "h2 unreachable"
+  scripts/hosts exec h2 -- true 2>&1 | grep -q "Connection timed out" && echo "h2 silent: ${PIPESTATUS[0]}"
+  kill -0 $sleeper && echo "h2 process alive"
+  scripts/hosts heal h2
+  scripts/hosts exec h2 -- true && echo "h2 healed"
+  scripts/hosts freeze h2
+  [ "$(ps -o stat= -p $sleeper | cut -c1)" = T ] && echo "h2 frozen"
+  scripts/hosts exec h2 -- true 2>/dev/null || echo "frozen h2 silent: $?"
+  scripts/hosts thaw h2
+  [ "$(ps -o stat= -p $sleeper | cut -c1)" = S ] && echo "h2 thawed"
+  scripts/hosts freeze h9 2>&1 | grep -q "no host .h9. here" && echo "freeze refuses h9"
   echo "prefix $(cat $FLEXTP_HOSTS/prefix)"
 ' 2>&1)
 status=$?
@@ -51,6 +67,10 @@ grep -q rates-set <<<"$inside" || fail "rate should set and free a host's link"
 grep -q "h1 killed: 137" <<<"$inside" || fail "kill should end h1's processes with SIGKILL"
 grep -q "h1 lost: 255" <<<"$inside" || fail "a killed host should answer no more (as ssh: 255)"
 grep -q "pattern refused" <<<"$inside" || fail "exec 'h.' should be refused: a host name is a name, not a pattern"
+for said in "h2 unreachable" "h2 silent: 255" "h2 process alive" "h2 healed" "h2 frozen" "frozen h2 silent: 255" \
+  "h2 thawed" "freeze refuses h9"; do
+  grep -q "^$said$" <<<"$inside" || fail "silence, heal, freeze and thaw: no '$said'"
+done
 prefix=$(sed -n 's/^prefix //p' <<<"$inside")
 [ -n "$prefix" ] && ip netns list | grep -q "^$prefix-" && fail "namespaces $prefix-* left after the run"
 

@@ -15,7 +15,13 @@ during-snapshot (2 hosts x 1 slot, tensor parallel across them: h1 lost while th
 3 replicas: h1 lost, then h2 while the job restarts: h0's replica alone is a snapshot),
 during-recovery (3 hosts x 1 slot, tensor parallel across them: h1 lost, then h2 after the restart
 resumed, before its first snapshot: the checkpoint the recovery assembled on h0 is resumed),
-statuses (scripts/launch --restarts refuses bad input, and says by its exit status why it stopped)."""
+statuses (scripts/launch --restarts refuses bad input, and says by its exit status why it stopped).
+Hosts that go silent, found by the heartbeats (parallel/comm/heartbeat.h), 2 hosts x 2 slots, h1
+at a random step: silent (its link down, a second later its processes killed), partition (its link
+down, its processes left alive: they must end themselves and write no later snapshot; the link
+comes back after the restart and nothing of the old job rejoins), frozen (every process on h1
+stopped with SIGSTOP; let go after the restart, they end themselves); slow-step (2 hosts x 1 slot,
+a rank slowed 10x so that every step outlasts the heartbeat's timeout: no host is lost)."""
 import os
 import random
 import re
@@ -43,7 +49,13 @@ CASES = {
     "during-snapshot": (2, 1, 2, [("h1", ("snapshot", 15))]),
     "during-restart": (3, 1, 1, [("h1", ("step", 12)), ("h2", ("restart", 1))]),
     "during-recovery": (3, 1, 3, [("h1", ("step", 12)), ("h2", ("resumed", 1))]),
+    "silent": (2, 2, 2, None),
+    "partition": (2, 2, 2, None),
+    "frozen": (2, 2, 2, None),
 }
+# How a case loses its host (scripts/hosts): killed while its link is up, or silent first.
+HOW = {"silent": "silence", "partition": "partition", "frozen": "freeze"}
+TIMEOUT = 5  # scripts/launch's default --heartbeat-timeout
 
 
 def fail(msg):
@@ -64,18 +76,47 @@ def trigger_test(trigger):
     return '[ "$(grep -c "^snapshot: resuming" "$work/sup.log")" -ge %d ]' % n
 
 
-def supervised(work, hosts, slots, tp, kills, fault):
+def loss_lines(host, how):
+    """The shell lines that lose a host: killed with its link up (kill), its link down first and its
+    processes killed a second later (silence), its link down with its processes alive (partition),
+    or every process on it stopped (freeze). Of the last two, the old processes must end by
+    themselves: after the restart's first step the host's train processes are counted (the frozen
+    ones let go first) until none is left, then the link comes back."""
+    if how == "kill":
+        return ['scripts/hosts kill %s; rm -rf "$FLEXTP_HOSTS/local/%s"/*' % (host, host)]
+    # Without heartbeats mpirun would wait for TCP (minutes): the test ends the job a minute after
+    # the loss instead, and fails.
+    bound = ['(for i in $(seq 1200); do grep -q "^launch: restart 1 of" "$work/sup.log" && exit; kill -0 $job || exit; '
+             'sleep 0.05; done; echo "no restart within 60 s of the loss" >>"$work/kills"; kill -9 $job) &']
+    if how == "silence":
+        return ['scripts/hosts silence %s; sleep 1; scripts/hosts kill %s; rm -rf "$FLEXTP_HOSTS/local/%s"/*'
+                % (host, host, host)] + bound
+    ns = '"$(cat "$FLEXTP_HOSTS/prefix")-%s"' % host
+    return ['scripts/hosts %s %s' % ("silence" if how == "partition" else "freeze", host)] + bound + [
+            'until grep -q "^launch: restart 1: first step" "$work/sup.log"; do kill -0 $job 2>/dev/null || exit 0; '
+            'sleep 0.05; done',
+            'scripts/hosts thaw %s' % host if how == "freeze" else ':',
+            'for i in $(seq %d); do' % (TIMEOUT * 40),
+            '  left=$(ip netns pids %s | xargs -r -I{} cat /proc/{}/comm 2>/dev/null | grep -cx train)' % ns,
+            '  [ "$left" = 0 ] && break; sleep 0.05',
+            'done',
+            'echo "train processes left on %s: $left" >>"$work/kills"' % host,
+            'ls "$FLEXTP_HOSTS/local/%s/snap" >"$work/old-snapshots" 2>&1' % host,
+            'scripts/hosts heal %s' % host if how == "partition" else ':']
+
+
+def supervised(work, hosts, slots, tp, kills, fault, how="kill", launch=(), train=(), model=None):
     kill_lines = []
     for host, trigger in kills:
         kill_lines.append('until %s; do kill -0 $job 2>/dev/null || exit 0; sleep 0.02; done' % trigger_test(trigger))
         kill_lines.append('echo "lost %s after: $(grep "^step *[0-9]* |" "$work/sup.log" | tail -1 | cut -c1-11)" >>"$work/kills"'
                           % host)
-        kill_lines.append('scripts/hosts kill %s; rm -rf "$FLEXTP_HOSTS/local/%s"/*' % (host, host))
+        kill_lines += loss_lines(host, how)
     script = """set -u
 work=%s
 cd %s
 scripts/launch -n %d --restarts 3 %s -- %s/train %s --tp %d --snapshot-dir "$FLEXTP_HOST_DIR/snap" \\
-  --snapshot-every %d --save "$work/final.st" >"$work/sup.log" 2>"$work/sup.err" &
+  --snapshot-every %d --save "$work/final.st" %s >"$work/sup.log" 2>"$work/sup.err" &
 job=$!
 (
 %s
@@ -83,8 +124,8 @@ job=$!
 wait $job
 echo $? >"$work/status"
 wait
-""" % (work, REPO, hosts * slots, "-x FLEXTP_FAULT_SLOW_SNAPSHOT" if fault else "", BUILD, " ".join(MODEL), tp,
-       EVERY, "\n".join(kill_lines))
+""" % (work, REPO, hosts * slots, " ".join(list(launch) + (["-x FLEXTP_FAULT_SLOW_SNAPSHOT"] if fault else [])),
+       BUILD, " ".join(model or MODEL), tp, EVERY, " ".join(train), "\n".join(kill_lines or [":"]))
     open(os.path.join(work, "inside.sh"), "w").write(script)
     env = dict(os.environ)
     if fault:
@@ -224,13 +265,61 @@ wait
           "answered), the program's error 1 (no restart), restarts spent 75, no host left 69")
 
 
+def silent_checks(work, log):
+    """A silent host is found by its heartbeats (not by mpirun, which waits for TCP): the log says
+    when, and the supervisor ended the job itself. A cut-off or frozen host's processes ended by
+    themselves and wrote no snapshot after the loss."""
+    m = re.search(r"^launch: h1 silent: no heartbeat since \S+; noticed ([0-9.]+) s after it, the job stopped "
+                  r"([0-9.]+) s after it$", log, re.M)
+    if not m:
+        fail("no 'h1 silent' line in the supervisor's log")
+    if float(m.group(1)) < TIMEOUT:
+        fail("h1 was declared silent %s s after its last beat, before the %d s timeout" % (m.group(1), TIMEOUT))
+    if not re.search(r"^launch: restart 1 of \d+: h1 lost \(the supervisor ended the job after step \d+\)", log, re.M):
+        fail("the restart does not say that the supervisor ended the job")
+    m = re.search(r"^launch: restart 1: first step \((\d+)\) ([0-9.]+) s after the loss of h1 \(its last heartbeat\); "
+                  r"(\d+) step\(s\) lost \(step (\d+) was the last logged, resumed at (\d+)\)$", log, re.M)
+    if not m:
+        fail("no 'first step ... after the loss of h1' line")
+    first, lost, last, resumed = int(m.group(1)), int(m.group(3)), int(m.group(4)), int(m.group(5))
+    if first != resumed + 1 or lost != last - resumed:
+        fail("the first-step line does not add up: %s" % m.group(0))
+    kills = open(os.path.join(work, "kills")).read()
+    m = re.search(r"^train processes left on h1: (\d+)$", kills, re.M)
+    if m and m.group(1) != "0":
+        fail("%s train process(es) of the old job still run on h1 after the restart" % m.group(1))
+    if m:  # their snapshots: none after the last step logged before the loss
+        reached = int(re.search(r"^lost h1 after: step +(\d+)", kills, re.M).group(1))
+        steps = [int(x) for x in re.findall(r"^step(\d+)-", open(os.path.join(work, "old-snapshots")).read(), re.M)]
+        if steps and max(steps) > reached:
+            fail("the cut-off h1 wrote a snapshot of step %d, after the loss at step %d" % (max(steps), reached))
+        print("h1's old processes ended by themselves; its snapshots: steps %s" % steps)
+
+
+def slow_step(work):
+    """A rank slowed 10x (--straggler), every step longer than the heartbeat's timeout: the
+    heartbeats go on beside the step, so no host is lost and the job ends well, unrestarted."""
+    model = ["--n-layer", "2", "--n-embd", "128", "--n-head", "4", "--seq-len", "64", "--batch", "64", "--steps", "4",
+             "--eval-batches", "1", "--eval-every", "1000", "--log-every", "1", "--seed", "7"]
+    log = supervised(work, 2, 1, 2, [], None, launch=["--heartbeat-timeout", "1"], train=["--straggler", "1:10"],
+                     model=model)
+    times = [float(t) for t in re.findall(r"^step +\d+ \| loss .*\| +([0-9.]+) ms", log, re.M)]
+    if re.search(r"^launch: (restart|.* silent)", log, re.M):
+        fail("a slow step was taken for a silent host")
+    if len(times) != 4:
+        fail("the job did not log its 4 steps")
+    if sorted(times)[1] <= 1000:  # then beats tied to the steps would pass too
+        fail("the slowed steps (%s ms) are not longer than the 1 s timeout: slow them more" % times)
+    print("passed: slow-step: steps of %s ms beside a 1 s heartbeat timeout, no host lost" % ", ".join("%.0f" % t for t in times))
+
+
 def main():
     global BUILD
     BUILD, case = os.path.abspath(sys.argv[1]), sys.argv[2]
-    if case == "statuses":
+    if case in ("statuses", "slow-step"):
         work = tempfile.mkdtemp(prefix="flextp-recovery-")
         try:
-            statuses(work)
+            (statuses if case == "statuses" else slow_step)(work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return
@@ -248,7 +337,9 @@ def main():
         fault = "15:2000"
     work = tempfile.mkdtemp(prefix="flextp-recovery-")
     try:
-        log = supervised(work, hosts, slots, tp, kills, fault)
+        log = supervised(work, hosts, slots, tp, kills, fault, HOW.get(case, "kill"))
+        if case in HOW:
+            silent_checks(work, log)
         runs = attempts(log, hosts, slots, tp)
         print("runs (ranks, tp, hosts, resumed at): %s" % runs)
         restarts = len(re.findall(r"^launch: restart \d+ of", log, re.M))
