@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <tuple>
 #include <nlohmann/json.hpp>
 
@@ -198,6 +199,14 @@ std::vector<RawEntry> read_header(const std::string& path, const OpenedFile& f,
 }
 
 }  // namespace
+
+std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  FLEXTP_CHECK(in, "cannot read ", path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 void write_file_atomic(const std::string& path, const std::string& bytes, bool durable) {
   static std::atomic<int> writes{0};  // snapshots write from threads of their own

@@ -32,5 +32,7 @@ std::map<std::string, std::string> read_safetensors_metadata(const std::string& 
 // are left out: the file is whole or absent after a killed process, not after a power cut (a
 // snapshot's shard, which guards against losing a host, has a copy on another).
 void write_file_atomic(const std::string& path, const std::string& bytes, bool durable = true);
+// The whole file's bytes; throws naming a file that cannot be read.
+std::string read_file_bytes(const std::string& path);
 
 }  // namespace flextp

@@ -5,6 +5,7 @@
 #include "core/autograd.h"
 #include "core/safetensors.h"
 #include "core/text_fields.h"
+#include "parallel/comm/rank_agreement.h"
 #include "parallel/tp/unit_rows.h"
 
 namespace flextp {
@@ -16,6 +17,25 @@ std::string units_text(const std::vector<int64_t>& units) {
   std::string s;
   for (int64_t u : units) s += (s.empty() ? "" : ",") + std::to_string(u);
   return s;
+}
+
+// A shard's checksum: 16 hex digits of the fingerprint of its data (every byte after the header),
+// written into its own metadata: the header is laid out with a placeholder of the same length,
+// which the sum then replaces, so that the bytes are gathered once.
+constexpr char kChecksumKey[] = "data_checksum";
+const std::string kChecksumPlaceholder = std::string("\"") + kChecksumKey + "\":\"" + std::string(16, '0') + "\"";
+
+size_t data_start(const std::string& bytes) {
+  uint64_t n = 0;
+  for (int i = 0; i < 8 && i < static_cast<int>(bytes.size()); ++i) n |= uint64_t(uint8_t(bytes[i])) << (8 * i);
+  return std::min<uint64_t>(8 + n, bytes.size());
+}
+
+std::string checksum_text(const std::string& bytes) {
+  const size_t start = data_start(bytes);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)fingerprint(bytes.data() + start, bytes.size() - start));
+  return hex;
 }
 
 int64_t meta_number(const SafetensorsFile& f, const std::string& path, const std::string& key) {
@@ -54,13 +74,24 @@ std::string shard_bytes(GPT& model, const Optimizer& optimizer, const TrainState
   put_train_state(meta, state, &optimizer);
   meta["rank"] = std::to_string(place.rank), meta["ranks"] = std::to_string(place.ranks);
   meta["replica"] = std::to_string(place.replica), meta["replicas"] = std::to_string(place.replicas);
-  return safetensors_bytes(tensors, meta);
+  meta[kChecksumKey] = std::string(16, '0');
+  std::string bytes = safetensors_bytes(tensors, meta);
+  const size_t at = bytes.find(kChecksumPlaceholder);
+  FLEXTP_CHECK(at != std::string::npos && at < data_start(bytes), "a shard's header has no checksum's place");
+  bytes.replace(at + kChecksumPlaceholder.size() - 17, 16, checksum_text(bytes));
+  return bytes;
 }
 
 ShardInfo read_shard_info(const std::string& path) {
   SafetensorsFile f = read_safetensors(path);
+  auto sum = f.metadata.find(kChecksumKey);
+  FLEXTP_CHECK(sum != f.metadata.end(), path, ": no checksum (a shard of an older flextp)");
+  FLEXTP_CHECK(checksum_text(read_file_bytes(path)) == sum->second, path,
+               ": its bytes do not match its checksum (a changed or damaged file)");
   auto number = [&](const char* key) { return static_cast<int>(meta_number(f, path, key)); };
-  ShardInfo info{meta_number(f, path, "step"), {number("rank"), number("ranks"), number("replica"), number("replicas")}};
+  auto run = f.metadata.find("run_id");
+  ShardInfo info{meta_number(f, path, "step"), {number("rank"), number("ranks"), number("replica"), number("replicas")},
+                 run == f.metadata.end() ? "" : run->second};
   const ShardPlace& p = info.place;
   FLEXTP_CHECK(p.rank >= 0 && p.rank < p.ranks && p.replica >= 0 && p.replica < p.replicas, path, ": rank ", p.rank,
                " of ", p.ranks, " in replica ", p.replica, " of ", p.replicas, " is no place");

@@ -25,9 +25,10 @@ std::string shard_bytes(GPT& model, const Optimizer& optimizer, const TrainState
 struct ShardInfo {
   int64_t step = 0;
   ShardPlace place;
+  std::string run_id;
 };
-// Reads the whole file (a shard cut short does not parse) and returns what it holds; throws naming
-// the problem.
+// Reads the whole file (a shard cut short does not parse), checks it against the checksum of its
+// bytes that it carries, and returns what it holds; throws naming the problem.
 ShardInfo read_shard_info(const std::string& path);
 
 // Writes the checkpoint `path` (and path.state) of one snapshot's shards, `shards[r]` being rank

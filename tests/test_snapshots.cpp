@@ -1,10 +1,17 @@
 // Snapshots for recovery after losing a host: shards assemble into the checkpoint a save would
 // write, bit for bit; the newest complete snapshot is chosen from what the hosts hold, and a shard
-// cut short, a missing shard or another snapshot's shard never makes one.
+// cut short, a missing shard or another snapshot's shard never makes one, nor a changed shard (its
+// checksum) or another run's; a directory serves one run at a time.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "core/safetensors.h"
 #include "core/temp_files.h"
@@ -171,6 +178,57 @@ TEST_CASE("a host lists only the snapshot files that read whole") {
   CHECK(snapshot_files(dir.path.string()) ==
         std::vector<std::string>{"step000010-aaaaaaaa/whole.st", "step000020-aaaaaaaa/replica0of1-rank0of1.shard"});
   CHECK(snapshot_files(dir.file("missing")).empty());
+  // One float changed (to 1000.0) where the bytes were: its checksum no longer matches.
+  std::filesystem::create_directories(dir.path / "step000040-aaaaaaaa");
+  std::string changed = shard_bytes(whole, opt, at20, {0, 1, 0, 1});
+  const float big = 1000.0f;
+  std::memcpy(&changed[changed.size() - 64], &big, sizeof big);
+  dir.write("step000040-aaaaaaaa/replica0of1-rank0of1.shard", changed);
+  std::vector<std::string> rejected;
+  CHECK(snapshot_files(dir.path.string(), &rejected).size() == 2);
+  // Each file not taken, with why: the one cut short, the checkpoint without its state, the changed one.
+  REQUIRE(rejected.size() == 3);
+  CHECK(rejected[0].rfind("step000020-aaaaaaaa/replica0of1-rank1of2.shard: ", 0) == 0);
+  CHECK(rejected[1].rfind("step000030-aaaaaaaa/whole.st: cannot open checkpoint file ", 0) == 0);
+  CHECK(rejected[2].rfind("step000040-aaaaaaaa/replica0of1-rank0of1.shard: its bytes do not match its checksum (a "
+                          "changed or damaged file)", 0) == 0);
+  // The directory is another run's: this run's files are not taken.
+  set_snapshot_run(dir.path.string(), "fedcba9876543210");
+  CHECK(snapshot_run(dir.path.string()) == "fedcba9876543210");
+  rejected.clear();
+  CHECK(snapshot_files(dir.path.string(), &rejected).empty());
+  CHECK(rejected.size() == 5);
+  CHECK(rejected[0] == "step000010-aaaaaaaa/whole.st: of run 0123456789abcdef, not of run fedcba9876543210 whose "
+                       "snapshots the directory holds");
+  CHECK(rejected[1].rfind("step000020-aaaaaaaa/replica0of1-rank0of1.shard: of run 0123456789abcdef, not of run ", 0) == 0);
+}
+
+TEST_CASE("a snapshot directory serves one run at a time; a run that died holds nothing") {
+  test::TempDir dir("snaplock");
+  const std::string d = dir.path.string();
+  int ready[2];
+  REQUIRE(pipe(ready) == 0);
+  pid_t holder = fork();
+  if (holder == 0) {  // another run, which holds the directory until it is killed
+    hold_snapshot_directory(d);
+    (void)!write(ready[1], "x", 1);
+    for (;;) pause();
+  }
+  char x;
+  REQUIRE(read(ready[0], &x, 1) == 1);
+  close(ready[0]), close(ready[1]);
+  const std::string says = "--snapshot-dir " + d + " is in use by another run (pid " + std::to_string(holder) + " on ";
+  CHECK_THROWS_WITH(hold_snapshot_directory(d), doctest::Contains(says.c_str()));
+  kill(holder, SIGKILL);
+  waitpid(holder, nullptr, 0);
+  CHECK_NOTHROW(hold_snapshot_directory(d));  // its process is gone, and its lock with it
+  CHECK_NOTHROW(hold_snapshot_directory(d));  // held already by this process
+  // train into the directory this process holds: refused before its first step.
+  test::Run other = test::run_command(test::train_binary() + " " + test::kTiny + " --data " + test::corpus(dir) +
+                                      " --steps 2 --no-save --snapshot-dir " + d);
+  CHECK(other.status == 1);
+  CHECK_MESSAGE(other.output.find("is in use by another run (pid " + std::to_string(getpid())) != std::string::npos,
+                other.output);
 }
 
 TEST_CASE("the newest snapshot with one replica's every shard held somewhere is chosen") {
@@ -260,6 +318,21 @@ TEST_CASE("train's snapshots on one process: refused where they cannot work, res
   REQUIRE(train("--steps 5 --save " + dir.file("by-hand.st") + " --load " + dir.file("m-step000004.st")).status == 0);
   SafetensorsFile a = read_safetensors(dir.file("resumed.st")), b = read_safetensors(dir.file("by-hand.st"));
   for (const auto& [name, t] : a.tensors) CHECK(t.to_vector<float>() == b.tensors.at(name).to_vector<float>());
+  // The newest snapshot's shard changed on disk (one bit): the restart takes the one before and
+  // says why.
+  const std::string snaps2 = " --snapshot-dir " + dir.file("snap2") + " --snapshot-every 2";
+  REQUIRE(train("--steps 5 --no-save" + snaps2).status == 0);
+  const std::string four = snapshot_files(dir.file("snap2")).back();
+  REQUIRE(four.rfind("step000004-", 0) == 0);
+  std::string bytes = read_file_bytes(dir.file("snap2/" + four));
+  bytes[bytes.size() - 5] ^= 1;
+  dir.write("snap2/" + four, bytes);
+  test::Run fell_back = train("--steps 5 --no-save" + snaps2 + " --resume-snapshot");
+  REQUIRE_MESSAGE(fell_back.status == 0, fell_back.output);
+  CHECK_MESSAGE(fell_back.output.find("snapshot: not taken, on this host: step000004-") != std::string::npos,
+                fell_back.output);
+  CHECK(fell_back.output.find("rank0of1.shard: its bytes do not match its checksum") != std::string::npos);
+  CHECK(fell_back.output.find("snapshot: resuming step 2 ") != std::string::npos);
   // With nothing to resume, --resume-snapshot starts at step 0 and says so.
   test::Run none = train("--steps 2 --no-save --snapshot-dir " + dir.file("empty") + " --resume-snapshot");
   REQUIRE_MESSAGE(none.status == 0, none.output);

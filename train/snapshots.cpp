@@ -30,9 +30,13 @@ std::string host_of(const std::vector<std::string>& hosts, int r) {
   return r < static_cast<int>(hosts.size()) ? hosts[r] : std::string("this host");
 }
 
-// What each rank's host holds (`held[r]`), a collective: the first rank of each host makes the
-// directory and lists it; the others list nothing.
-std::vector<std::vector<std::string>> list_held(const std::string& dir, ByteMail* mail, bool host_lead) {
+// What each rank's host holds (`held[r]`), and the files it did not take, with why
+// (`rejected[r]`), a collective: the first rank of each host makes the directory, holds it for
+// this run (a second run there is refused) and lists it; the others list nothing.
+struct Held {
+  std::vector<std::vector<std::string>> files, rejected;
+};
+Held list_held(const std::string& dir, ByteMail* mail, bool host_lead) {
   std::string mine;
   if (host_lead) {
     try {
@@ -40,20 +44,36 @@ std::vector<std::vector<std::string>> list_held(const std::string& dir, ByteMail
     } catch (const Error& e) {
       FLEXTP_FAIL("--snapshot-dir ", dir, ": ", e.what());
     }
-    for (const std::string& f : snapshot_files(dir)) mine += (mine.empty() ? "" : "\n") + f;
+    hold_snapshot_directory(dir);
+    std::vector<std::string> rejected;
+    for (const std::string& f : snapshot_files(dir, &rejected)) mine += (mine.empty() ? "" : "\n") + f;
+    for (const std::string& r : rejected) mine += (mine.empty() ? "!" : "\n!") + r;  // no file's name starts so
   }
-  std::vector<std::vector<std::string>> held;  // one line a file
-  for (const std::string& text : mail ? mail->all_gather(mine) : std::vector<std::string>{mine})
-    held.push_back(text.empty() ? std::vector<std::string>{} : split_fields(text, '\n'));
+  Held held;
+  for (const std::string& text : mail ? mail->all_gather(mine) : std::vector<std::string>{mine}) {
+    held.files.emplace_back(), held.rejected.emplace_back();
+    for (const std::string& line : text.empty() ? std::vector<std::string>{} : split_fields(text, '\n'))
+      (line[0] == '!' ? held.rejected.back().push_back(line.substr(1)) : held.files.back().push_back(line));
+  }
   return held;
 }
 
 // A run that does not resume them must not write among snapshots: another run's, or this one's.
-void refuse_held(const CheckpointOptions& o, const std::vector<std::vector<std::string>>& held,
-                 const std::vector<std::string>& hosts) {
-  for (int r = 0; r < static_cast<int>(held.size()); ++r)
-    FLEXTP_CHECK(held[r].empty(), "--snapshot-dir ", o.snapshot_dir, " on ", host_of(hosts, r), " already holds snapshots (",
-                 held[r][0], ", ...): continue them with --resume-snapshot, or give an empty directory");
+void refuse_held(const CheckpointOptions& o, const Held& held, const std::vector<std::string>& hosts) {
+  for (int r = 0; r < static_cast<int>(held.files.size()); ++r) {
+    const std::vector<std::string>& any = held.files[r].empty() ? held.rejected[r] : held.files[r];
+    FLEXTP_CHECK(any.empty(), "--snapshot-dir ", o.snapshot_dir, " on ", host_of(hosts, r), " already holds snapshots (",
+                 any[0], ", ...): continue them with --resume-snapshot, or give an empty directory");
+  }
+}
+
+// One line for each file a restart did not take: the snapshot it belongs to is not complete.
+std::string rejected_lines(const Held& held, const std::vector<std::string>& hosts) {
+  std::string lines;
+  for (int r = 0; r < static_cast<int>(held.rejected.size()); ++r)
+    for (const std::string& why : held.rejected[r])
+      lines += "snapshot: not taken, on " + host_of(hosts, r) + ": " + why + "\n";
+  return lines;
 }
 
 std::string starting_without_snapshot(const CheckpointOptions& o) {
@@ -108,15 +128,16 @@ std::string prepare_snapshots(const CheckpointOptions& o, Optimizer& fresh, Byte
   const double t0 = now_ms();
   const int rank = mail ? mail->rank() : 0, ranks = mail ? mail->size() : 1;
   const std::vector<int> leads = host_leads(hosts, ranks);
-  const std::vector<std::vector<std::string>> held =
-      list_held(o.snapshot_dir, mail, std::find(leads.begin(), leads.end(), rank) != leads.end());
+  const Held listed = list_held(o.snapshot_dir, mail, std::find(leads.begin(), leads.end(), rank) != leads.end());
   if (!o.resume_snapshot) {
-    refuse_held(o, held, hosts);
+    refuse_held(o, listed, hosts);
     return "";
   }
+  const std::vector<std::vector<std::string>>& held = listed.files;
+  said = rejected_lines(listed, hosts);
   std::optional<SnapshotChoice> choice = newest_complete_snapshot(held);
   if (!choice) {
-    said = starting_without_snapshot(o);
+    said += starting_without_snapshot(o);
     return "";
   }
   // Rank 0 gathers the snapshot's files, assembles the checkpoint and sends it to every other host.
@@ -132,7 +153,7 @@ std::string prepare_snapshots(const CheckpointOptions& o, Optimizer& fresh, Byte
   const std::vector<FileCopy> sent = to_hosts(*choice, held, leads, dir, whole);
   copy_files(mail, sent);
   if (mail) mail->barrier();  // every host holds the checkpoint before any rank loads it
-  said = resumed_line(*choice, gathered, static_cast<int>(sent.size() / 2), hosts, now_ms() - t0);
+  said += resumed_line(*choice, gathered, static_cast<int>(sent.size() / 2), hosts, now_ms() - t0);
   return whole_path;
 }
 
@@ -159,6 +180,8 @@ Snapshots::Snapshots(const CheckpointOptions& o, GPT& model, const Optimizer& op
   // which rank 0's is the one its checkpoints carry.
   attempt_ = random_hex_id().substr(0, 8);
   if (mail) attempt_ = mail->all_gather(attempt_)[0], state_.run_id = mail->all_gather(state_.run_id)[0];
+  // The directory's snapshots are this run's from now on: a restart takes no other run's file.
+  if (host_lead_) set_snapshot_run(o_.snapshot_dir, state_.run_id);
   if (m < 2)
     log_.say("snapshots every %lld steps in %s; one host, so no copy elsewhere: losing it loses them\n",
              (long long)every_, o_.snapshot_dir.c_str());

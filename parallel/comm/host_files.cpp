@@ -2,27 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "core/temp_files.h"
 
 namespace flextp {
-namespace {
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  FLEXTP_CHECK(in, "cannot read ", path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
-
 std::vector<std::vector<int>> ranks_by_host(const std::vector<std::string>& hosts, int ranks) {
   std::vector<std::string> order;
   std::vector<std::vector<int>> by;
@@ -49,7 +35,7 @@ void copy_files(ByteMail* mail, const std::vector<FileCopy>& copies) {
     const FileCopy& c = copies[i];
     if (mail->rank() == c.from) {
       std::shared_ptr<const std::string>& bytes = read[c.path];
-      if (!bytes) bytes = std::make_shared<const std::string>(read_bytes(c.path));
+      if (!bytes) bytes = std::make_shared<const std::string>(read_file_bytes(c.path));
       mail->send(c.to, static_cast<int>(i), bytes);
     }
     if (mail->rank() == c.to) mail->expect(c.from, static_cast<int>(i));
