@@ -17,6 +17,8 @@ const char kFirst[] = ": stopping after this step (and saving, with --save); sen
 
 // Async-signal-safe: a flag and write(2) only.
 void on_stop_signal(int signal) {
+  if (signal == SIGUSR1) signal = SIGINT;  // passed on by scripts/launch, through mpirun
+  if (signal == SIGUSR2) signal = SIGTERM;
   if (requested != 0) {  // the second: at once, as the default action would have
     std::signal(signal, SIG_DFL);
     std::raise(signal);
@@ -32,7 +34,7 @@ void on_stop_signal(int signal) {
 }  // namespace
 
 void install_stop_signals() {
-  for (int signal : {SIGINT, SIGTERM}) {
+  for (int signal : {SIGINT, SIGTERM, SIGUSR1, SIGUSR2}) {
     struct sigaction old = {};
     if (::sigaction(signal, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
     struct sigaction action = {};

@@ -4,7 +4,10 @@
 // the same step (the signal may reach only some of them under mpirun: the request travels in
 // the step's existing exchanges, Trainer::step), the checkpoint is saved when --save is given,
 // and train exits with 128 + the signal's number. A second signal ends the process at once (the signal's default
-// action). SIGXFSZ (a file grown past `ulimit -f`) is ignored: the write then fails with EFBIG and
+// action). SIGUSR1 and SIGUSR2 are SIGINT and SIGTERM passed on by mpirun: scripts/launch and its
+// supervisor send those for a SIGINT or SIGTERM of their own, because mpirun passes them on to
+// every rank at once, where its own SIGINT or SIGTERM would kill the ranks a second later, before
+// a slow step ends and its save is written. SIGXFSZ (a file grown past `ulimit -f`) is ignored: the write then fails with EFBIG and
 // the save says so, instead of the process dying without a word.
 #include <cstdint>
 

@@ -21,7 +21,10 @@ at a random step: silent (its link down, a second later its processes killed), p
 down, its processes left alive: they must end themselves and write no later snapshot; the link
 comes back after the restart and nothing of the old job rejoins), frozen (every process on h1
 stopped with SIGSTOP; let go after the restart, they end themselves); slow-step (2 hosts x 1 slot,
-a rank slowed 10x so that every step outlasts the heartbeat's timeout: no host is lost)."""
+a rank slowed 10x so that every step outlasts the heartbeat's timeout: no host is lost);
+stop-signals (steps of seconds: a SIGTERM to the supervisor, to a plain scripts/launch, or to one
+rank under the supervisor ends the job after a step the ranks agree on, with --save written and
+loadable, and no restart)."""
 import os
 import random
 import re
@@ -313,13 +316,65 @@ def slow_step(work):
     print("passed: slow-step: steps of %s ms beside a 1 s heartbeat timeout, no host lost" % ", ".join("%.0f" % t for t in times))
 
 
+def stop_signals(work):
+    """SIGTERM to the supervisor, to scripts/launch, to one rank: the ranks stop together after a
+    step and save, with steps of seconds (a rank slowed 100x), where mpirun's own SIGTERM would kill
+    them a second after passing it on, before the step and its save end."""
+    model = " ".join(w for i, w in enumerate(MODEL) if w != "--steps" and MODEL[i - 1] != "--steps")
+    script = """set -u
+cd %(repo)s
+work=%(work)s
+job() {  # NAME, then scripts/launch's words (SNAP: the program's --snapshot-dir, if any)
+  local name=$1
+  shift
+  scripts/launch "$@" -- %(train)s %(model)s --steps 500 --straggler 1:100 --save "$work/$name.st" $SNAP \\
+    >"$work/$name.log" 2>&1 &
+  pid=$!
+  until grep -q "^step *2 |" "$work/$name.log"; do sleep 0.05; done
+}
+finish() {  # NAME: the exit status, and whether its --save loads
+  wait $pid
+  echo "$1: status $?" >>"$work/statuses"
+  %(train)s %(model)s --load "$work/$1.st" --steps 0 --no-save >/dev/null 2>&1 && echo "$1: loads" >>"$work/statuses"
+}
+SNAP="--snapshot-dir $FLEXTP_HOST_DIR/snap1" job supervisor -n 2 --restarts 1
+kill -TERM $pid
+finish supervisor
+SNAP= job launch -n 2
+kill -TERM $pid
+finish launch
+SNAP="--snapshot-dir $FLEXTP_HOST_DIR/snap2" job rank -n 2 --restarts 1
+for p in $(ip netns pids "$(cat "$FLEXTP_HOSTS/prefix")-h1"); do  # h1's rank, of this job alone
+  [ "$(cat /proc/$p/comm 2>/dev/null)" = train ] && kill -TERM $p
+done
+finish rank
+""" % {"repo": REPO, "work": work, "train": BUILD + "/train", "model": model}
+    open(os.path.join(work, "inside.sh"), "w").write(script)
+    r = subprocess.run([REPO + "/scripts/hosts", "-n", "2", "--", "bash", os.path.join(work, "inside.sh")], timeout=240)
+    if r.returncode == 77:
+        sys.exit(77)
+    said = open(os.path.join(work, "statuses")).read() if os.path.exists(os.path.join(work, "statuses")) else ""
+    print(said, end="")
+    for name in ("supervisor", "launch", "rank"):
+        log = open(os.path.join(work, name + ".log")).read()
+        if "%s: status 143\n" % name not in said or "%s: loads\n" % name not in said:
+            print(log[-3000:])
+            fail("SIGTERM to the %s: wanted exit status 143 and a --save that loads" % name)
+        m = re.search(r"^stopped by SIGTERM after step (\d+);", log, re.M)
+        if not m or "saved %s/%s.st (step %s)" % (work, name, m.group(1)) not in log:
+            fail("SIGTERM to the %s: no 'stopped by SIGTERM' after a saved step" % name)
+        if "launch: restart" in log:
+            fail("SIGTERM to the %s: the job was restarted" % name)
+    print("passed: stop-signals: SIGTERM to the supervisor, to scripts/launch and to one rank: saved, loadable, 143")
+
+
 def main():
     global BUILD
     BUILD, case = os.path.abspath(sys.argv[1]), sys.argv[2]
-    if case in ("statuses", "slow-step"):
+    if case in ("statuses", "slow-step", "stop-signals"):
         work = tempfile.mkdtemp(prefix="flextp-recovery-")
         try:
-            (statuses if case == "statuses" else slow_step)(work)
+            {"statuses": statuses, "slow-step": slow_step, "stop-signals": stop_signals}[case](work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return
