@@ -4,9 +4,7 @@
 
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 
 namespace flextp {
 namespace {

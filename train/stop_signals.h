@@ -6,7 +6,6 @@
 // and train exits with 128 + the signal's number. A second signal ends the process at once (the signal's default
 // action). SIGXFSZ (a file grown past `ulimit -f`) is ignored: the write then fails with EFBIG and
 // the save says so, instead of the process dying without a word.
-#include <cstdint>
 
 namespace flextp {
 
