@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <csignal>
-#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <fstream>

@@ -8,7 +8,6 @@
 //              -> cross-entropy with targets [B, T]    scalar
 // wte has Vp = GPTConfig::padded_vocab() rows (V rounded up to a multiple of 128, so that the
 // LM-head GEMMs are aligned); the rows from V on stay zero and the loss and sampling ignore them.
-#include <memory>
 #include <vector>
 
 #include "nn/block.h"

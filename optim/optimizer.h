@@ -1,7 +1,6 @@
 #pragma once
 // Optimizers update parameters from their gradients and keep their state in the parameters' own
 // slots (Parameter::state), so that state moves with a parameter's units between ranks.
-#include <memory>
 #include <string>
 #include <vector>
 

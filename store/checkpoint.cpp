@@ -2,15 +2,12 @@
 
 #include <cerrno>
 #include <cmath>
-#include <chrono>
-#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include <set>
-#include <thread>
 #include <type_traits>
 
 #include "core/autograd.h"

@@ -1,10 +1,8 @@
 #include "train/flags.h"
 
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <optional>
-#include <sstream>
 
 #include "core/parse_flags.h"
 #include "core/text_fields.h"

@@ -2,7 +2,6 @@
 // What a run that starts from a checkpoint (--load) or a Hugging Face directory (--init-from-hf)
 // takes from it: the options the files record, by the one rule of train/option_table.h, and a
 // resumed run's learning-rate schedule even where --steps now differs (unless --reset-schedule).
-#include <cstdint>
 #include <string>
 
 #include "optim/schedule.h"

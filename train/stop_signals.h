@@ -9,7 +9,6 @@
 // every rank at once, where its own SIGINT or SIGTERM would kill the ranks a second later, before
 // a slow step ends and its save is written. SIGXFSZ (a file grown past `ulimit -f`) is ignored: the write then fails with EFBIG and
 // the save says so, instead of the process dying without a word.
-#include <cstdint>
 
 namespace flextp {
 

@@ -1,6 +1,5 @@
 #include "core/ops/embedding.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "core/dispatch.h"

@@ -10,7 +10,6 @@
 // but within the ceiling counts only on its second step in a row (a single slow step is how a
 // shared machine's jitter looks). Before `min_samples` steps nothing is clear.
 // Fed from the table every rank sees alike, so every rank judges alike; no clocks.
-#include <cstdint>
 #include <deque>
 #include <vector>
 

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/dtype.h"

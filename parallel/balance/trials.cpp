@@ -74,7 +74,7 @@ TrialEvent Trials::verdict() {
     if (change_ == Change::move) recent_ = after_;
     if (static_cast<int64_t>(recent_.size()) > o_.baseline) recent_.erase(recent_.begin(), recent_.end() - o_.baseline);
     failures_ = 0;
-    if (!inconclusive_) worse_[from_] = {shares_, before_ms_, after_ms_};
+    if (!inconclusive_) worse_[from_] = shares_;
     return TrialEvent::kept;
   }
   phase_ = Phase::restoring;
@@ -84,7 +84,7 @@ TrialEvent Trials::verdict() {
     ++failures_;
     backoff_left_ = std::min(o_.backoff_max, o_.backoff_first << std::min<int64_t>(failures_ - 1, 30));
     fail_shares_ = shares_;
-    worse_[to_] = {shares_, after_ms_, before_ms_};
+    worse_[to_] = shares_;
   }
   return TrialEvent::undone;
 }
@@ -127,7 +127,7 @@ void Trials::cancel() {
 
 bool Trials::known_worse(const std::string& key) const {
   auto it = worse_.find(key);
-  return it != worse_.end() && !moved(it->second.shares, o_.new_conditions);
+  return it != worse_.end() && !moved(it->second, o_.new_conditions);
 }
 
 std::vector<double> corrected_speeds(const std::vector<double>& speed, const std::vector<double>& correction) {

@@ -94,10 +94,6 @@ class Trials {
 
  private:
   enum class Phase { idle, settling, measuring, restoring };
-  struct Worse {
-    std::vector<double> shares;  // the conditions it was measured in
-    double ms = 0, than_ms = 0;
-  };
   TrialOptions o_;
   Phase phase_ = Phase::idle;
   Change change_ = Change::move;
@@ -111,7 +107,9 @@ class Trials {
   std::vector<double> start_shares_, fail_shares_;  // at the trial's start; at the last failure
   std::vector<double> steady_ref_;
   int64_t steady_for_ = 0;
-  std::map<std::string, Worse> worse_;  // configurations measured slower than what they were compared with
+  // Configurations measured slower than what they were compared with, and the conditions
+  // (shares) they were measured in.
+  std::map<std::string, std::vector<double>> worse_;
   std::string from_, to_;
   double before_ms_ = 0, after_ms_ = 0, predicted_gain_ = 0;
   bool inconclusive_ = false;

@@ -3,7 +3,6 @@
 #include <mpi.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <numeric>
 

@@ -1,7 +1,6 @@
 #pragma once
 // MPI: the launcher-agnostic way to run one process per rank (mpirun, srun). Host buffers go to
 // MPI directly; GPU buffers are staged through host memory.
-#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>

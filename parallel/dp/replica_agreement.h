@@ -5,7 +5,6 @@
 // replica applies the same update to every unit. check_replica_weights verifies that cheaply
 // (one hash per unit and replica), so that a divergence stops the run with a clear error instead
 // of training replicas that drift apart.
-#include <string>
 #include <vector>
 
 #include "core/parameter.h"

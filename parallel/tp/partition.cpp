@@ -2,9 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
-#include <set>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/text_fields.h"
