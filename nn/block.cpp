@@ -9,10 +9,10 @@ namespace flextp {
 Block::Block(int64_t layer, const GPTConfig& c, const UnitRegistry& units, std::vector<int64_t> heads,
              std::vector<int64_t> mlp_blocks, Communicator* comm)
     : Module(block_name(layer)),
-      ln_1(add_module(std::make_unique<LayerNorm>(child_prefix("ln_1"), c.n_embd, c.dtype))),
+      ln_1(add_module(std::make_unique<LayerNorm>(child_prefix("ln_1"), c))),
       attn(add_module(std::make_unique<CausalSelfAttention>(
           child_prefix("attn"), c, units.group(UnitKind::Head, layer), std::move(heads), comm))),
-      ln_2(add_module(std::make_unique<LayerNorm>(child_prefix("ln_2"), c.n_embd, c.dtype))),
+      ln_2(add_module(std::make_unique<LayerNorm>(child_prefix("ln_2"), c))),
       mlp(add_module(mlp_registration(c.mlp).make(child_prefix("mlp"), c, units.group(UnitKind::Mlp, layer),
                                           std::move(mlp_blocks), comm))),
       attn_stream_(rng::stream_id((prefix() + ".attn").c_str())),

@@ -55,7 +55,10 @@ struct ConfigField {
   // the field existed lacks it and means `if_missing` (nullptr: such a file is refused).
   bool saved;
   const char* if_missing;
-  const char* hf;  // its key in a Hugging Face GPT-2 config.json (read and written), or nullptr
+  // Its key in a Hugging Face GPT-2 config.json, or nullptr: read on import (a positive number;
+  // a file without it means `if_missing`) and written on export, over any fixed value flextp
+  // gave that key before (store/hf_gpt2.cpp). A whole-number or real field.
+  const char* hf;
 };
 
 // Every field of GPTConfig, once, in the run header's order: a new model option is one line here

@@ -45,7 +45,7 @@ GPT::GPT(const GPTConfig& c, const LocalUnits& units, Communicator* comm)
                "GPT: unit lists for ", units.heads.size(), " layers, config has ", c.n_layer);
   for (int64_t l = 0; l < c.n_layer; ++l)
     blocks_.push_back(&add_module(std::make_unique<Block>(l, c, units_, units.heads[l], units.mlp[l], comm)));
-  ln_f_ = &add_module(std::make_unique<LayerNorm>("ln_f", c.n_embd, c.dtype));
+  ln_f_ = &add_module(std::make_unique<LayerNorm>("ln_f", c));
 }
 
 Tensor GPT::hidden(const Tensor& ids) const {

@@ -313,8 +313,10 @@ void export_hf(const std::string& dir, GPT& model, Communicator* comm, const std
                            {"attn_pdrop", 0.0},
                            {"tie_word_embeddings", true},
                            {"torch_dtype", "float32"}};
+  // The fields' keys, after GPT-2's fixed settings: a field carrying one of those replaces it.
   for_each_field(c, [&](const ConfigField& f, const auto& value) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, int64_t>)
+    using T = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>)
       if (f.hf) config[f.hf] = value;
   });
   // GPT-2's end-of-text token when the vocabulary is GPT-2's; none otherwise (transformers'

@@ -9,26 +9,42 @@
 #include <type_traits>
 
 #include "core/safetensors.h"
+#include "core/text_fields.h"
 #include "data/token_files.h"
 #include "store/checkpoint.h"
 
 namespace flextp {
 namespace {
 
-// A key of config.json that must be a positive integer.
-int64_t positive(const nlohmann::json& j, const std::string& path, const char* key) {
-  FLEXTP_CHECK(j.contains(key), path, " has no \"", key, "\"");
-  const nlohmann::json& v = j.at(key);
-  FLEXTP_CHECK(v.is_number_integer() && v.get<int64_t>() > 0, path, ": \"", key, "\" is ", v.dump(),
-               ", not a positive integer");
-  return v.get<int64_t>();
+// A key of config.json that a GPTConfig field carries (ConfigField::hf): a positive number, a
+// whole one for a whole-number field. A file without it means the field's `if_missing` (the
+// behaviour from before the field: GPT-2's, transformers' default), or is refused.
+template <typename T>
+T positive(const nlohmann::json& j, const std::string& path, const ConfigField& f) {
+  T v{};
+  if (!j.contains(f.hf) && f.if_missing && value_from_text(f.if_missing, v)) return v;
+  FLEXTP_CHECK(j.contains(f.hf), path, " has no \"", f.hf, "\"");
+  const nlohmann::json& x = j.at(f.hf);
+  constexpr bool whole = std::is_integral_v<T>;
+  FLEXTP_CHECK(x.is_number() && (!whole || x.is_number_integer()) && x.get<T>() > 0, path, ": \"", f.hf, "\" is ",
+               x.dump(), whole ? ", not a positive integer" : ", not a positive number");
+  return x.get<T>();
+}
+
+// Whether a GPTConfig field carries Hugging Face key `key`: then the field, not a fixed value, is
+// what the file gives (read with the other fields; export_hf writes it over the fixed value).
+bool carried_by_field(const char* key) {
+  bool carried = false;
+  GPTConfig c;
+  for_each_field(c, [&](const ConfigField& f, const auto&) { carried |= f.hf && std::strcmp(f.hf, key) == 0; });
+  return carried;
 }
 
 // A setting flextp's GPT has fixed: the file may leave it out (transformers' default is flextp's)
-// or give flextp's value.
+// or give flextp's value. A key a GPTConfig field carries is not fixed.
 template <typename T>
 void fixed(const nlohmann::json& j, const std::string& path, const char* key, const T& ours, const char* why) {
-  if (!j.contains(key) || j.at(key).is_null()) return;
+  if (!j.contains(key) || j.at(key).is_null() || carried_by_field(key)) return;
   bool same = false;
   try {
     if constexpr (std::is_floating_point_v<T>)
@@ -61,8 +77,9 @@ GPTConfig read_hf_config(const std::string& dir) {
                "; flextp imports GPT-2 models (\"gpt2\")");
   GPTConfig c;
   for_each_field(c, [&](const ConfigField& f, auto& value) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, int64_t>)
-      if (f.hf) value = positive(j, path, f.hf);
+    using T = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>)
+      if (f.hf) value = positive<T>(j, path, f);
   });
   c.mlp = "gelu";
   if (j.contains("activation_function")) {

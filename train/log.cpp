@@ -120,6 +120,11 @@ void TrainLog::metrics(const StepReport& r) {
   nlohmann::json line = {{"step", r.step}, {"lr", r.lr}, {"ms", r.ms}, {"tokens_per_s", r.tokens_per_s},
                          {"loss", finite_or_null(r.loss)}, {"grad_norm", finite_or_null(r.grad_norm)}};
   if (r.skipped) line["skipped"] = true;
+  for (const MetricValues& m : r.metrics) {  // train/group_metrics.h's, each under its name
+    nlohmann::json values = nlohmann::json::array();
+    for (double v : m.values) values.push_back(finite_or_null(v));
+    line[m.name] = m.list ? values : values.at(0);
+  }
   if (!r.balance.ranks.empty()) {
     nlohmann::json ranks = nlohmann::json::array();
     for (const RankRow& row : r.balance.ranks)

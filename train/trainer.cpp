@@ -34,7 +34,8 @@ double Trainer::over_replicas(double local, ReduceOp op) {
   return t.item();
 }
 
-Trainer::Bookkeeping Trainer::exchange_bookkeeping(const GradSquares& squares, int stop_request) {
+Trainer::Bookkeeping Trainer::exchange_bookkeeping(const GradSquares& squares, const std::vector<MetricShares>& shares,
+                                                  int stop_request) {
   Bookkeeping out;
   std::vector<std::vector<double>> rows;
   // Timed, as any collective of the step: waiting here for a slower rank is waiting.
@@ -45,16 +46,20 @@ Trainer::Bookkeeping Trainer::exchange_bookkeeping(const GradSquares& squares, i
     mine.report = balancer_.report(out.compute_ms + tail_.compute_ms, out.wait_ms + tail_.wait_ms);
     mine.squares = squares;
     mine.stop_request = stop_request;
+    mine.metrics = shares;
     rows = all_gather_rows(clock_.untimed(), mine.to_wire());
   });
   std::vector<GradSquares> ranks;
+  std::vector<std::vector<MetricShares>> rank_shares;
   for (const std::vector<double>& row : rows) {
     StepExchange theirs = StepExchange::from_wire(row);
     out.stop = std::max(out.stop, theirs.stop_request);
     ranks.push_back(theirs.squares);
+    rank_shares.push_back(theirs.metrics);
     out.reports.push_back(theirs.report);
   }
   out.norm = norm_of(ranks);
+  out.metrics = metric_values(rank_shares);
   return out;
 }
 
@@ -119,8 +124,8 @@ StepReport Trainer::step(int64_t step, const std::function<int()>& stop_request)
     }
     squares = grad_squares(params_);
   }
-  const Bookkeeping kept = exchange_bookkeeping(squares, stop);
-  r.stop_signal = kept.stop;
+  const Bookkeeping kept = exchange_bookkeeping(squares, metric_shares(model_, params_, std::isfinite(r.loss)), stop);
+  r.stop_signal = kept.stop, r.metrics = kept.metrics;
   update(r, step, kept.norm);
   clock_.end_segment();
   // What the clock counted after the exchange goes on the next step's row.

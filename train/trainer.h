@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "train/fault_hook.h"
+#include "train/group_metrics.h"
 #include "train/watchdog.h"
 #include "data/batches.h"
 #include "nn/gpt.h"
@@ -31,6 +32,7 @@ struct StepReport {
   bool last = false;  // the run's final step
   double lr = 0;
   double loss = NAN, grad_norm = NAN;  // NaN where not finite or not computed (a skipped step)
+  std::vector<MetricValues> metrics;    // the group metrics (train/group_metrics.h), by name
   bool skipped = false;
   int64_t bad_in_row = 0, bad_total = 0;  // skipped steps
   // A signal (SIGINT, SIGTERM) that some rank of the job was asked to stop by, learnt by every
@@ -107,11 +109,13 @@ class Trainer {
   struct Bookkeeping {
     double compute_ms = 0, wait_ms = 0;  // the clock's counts of this step at the exchange
     double norm = NAN;
+    std::vector<MetricValues> metrics;  // the group's values of the group metrics
     std::vector<RankReport> reports;  // every rank's, for the balancer
     int stop = 0;  // the largest stop request of the group's ranks
   };
   Tail tail_;  // the clock's counts after the last step's exchange
-  Bookkeeping exchange_bookkeeping(const GradSquares& squares, int stop_request);
+  Bookkeeping exchange_bookkeeping(const GradSquares& squares, const std::vector<MetricShares>& shares,
+                                   int stop_request);
 
   // Clips the gradients to the global norm `norm` and steps the optimizer; a step whose loss or
   // norm is not finite is skipped instead (on every rank alike: both are reduced), and too many
