@@ -342,3 +342,50 @@ TEST_CASE("train's snapshots on one process: refused where they cannot work, res
                     std::string::npos,
                 none.output);
 }
+
+TEST_CASE("snapshot storage: a disk that cannot take a snapshot costs the snapshot, not the run or its --save") {
+  test::TempDir dir("snapdisk");
+  const std::string base = test::train_binary() + " " + test::kTiny + " --data " + test::corpus(dir) + " --seed 7 ";
+  // The sizes: a shard holds the weights and both Adam slots in one file; --save writes the weights
+  // and the optimizer's state in two, each smaller. A file limit between them fails the shards only.
+  REQUIRE(test::run_command(base + "--steps 3 --snapshot-every 2 --snapshot-dir " + dir.file("sizes") + " --save " +
+                            dir.file("sizes.st"))
+              .status == 0);
+  const uintmax_t shard = std::filesystem::file_size(dir.file("sizes/" + snapshot_files(dir.file("sizes")).at(0)));
+  const uintmax_t state = std::filesystem::file_size(dir.file("sizes.st.state"));
+  REQUIRE(state < shard);
+  test::Run full = test::run_with_file_limit(base + "--steps 5 --snapshot-every 2 --snapshot-dir " + dir.file("snap") +
+                                                 " --save " + dir.file("m.st"),
+                                             (state + shard) / 2, dir.file("full.log"), false);
+  CHECK_MESSAGE(full.status == 0, full.output);
+  CHECK_MESSAGE(full.output.find("snapshot: step 2 could not be written (") != std::string::npos, full.output);
+  CHECK(full.output.find("the run goes on, but recovery after losing a host is off until a snapshot is written") !=
+        std::string::npos);
+  CHECK(full.output.find("saved " + dir.file("m.st") + " (step 5)") != std::string::npos);
+  CHECK(snapshot_files(dir.file("snap")).empty());  // nothing half-written taken for a snapshot
+
+  // A resume whose disk cannot take the assembled checkpoint says so, and what it needs.
+  test::Run resume = test::run_with_file_limit(base + "--steps 5 --no-save --snapshot-every 2 --resume-snapshot " +
+                                                   "--snapshot-dir " + dir.file("sizes"),
+                                               state / 2, dir.file("resume.log"), false);
+  CHECK(resume.status == 1);
+  CHECK_MESSAGE(resume.output.find("snapshot: cannot assemble step 2's shards into " + dir.file("sizes")) !=
+                    std::string::npos,
+                resume.output);
+  CHECK(resume.output.find("MB free in " + dir.file("sizes") + " beside its shards") != std::string::npos);
+
+  // A directory the run cannot write is found before the first step, not at the first snapshot.
+  const std::string ro = dir.file("ro");
+  std::filesystem::create_directories(ro);
+  const std::string run = base + "--steps 3 --snapshot-every 2 --snapshot-dir " + ro + " --save " + dir.file("ro.st");
+  test::Run refused = geteuid() == 0  // root writes where the mode says no: a read-only mount instead
+                          ? test::run_command("unshare -m sh -c 'mount --bind " + ro + " " + ro + " && mount -o remount,bind,ro " +
+                                              ro + " && " + run + "'")
+                          : (std::filesystem::permissions(ro, std::filesystem::perms::owner_read |
+                                                                  std::filesystem::perms::owner_exec),
+                             test::run_command(run));
+  CHECK(refused.status == 1);
+  CHECK_MESSAGE(refused.output.find("--snapshot-dir " + ro + ": cannot open " + ro + "/lock") != std::string::npos,
+                refused.output);
+  CHECK(refused.output.find("step     1") == std::string::npos);
+}

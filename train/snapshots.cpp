@@ -145,8 +145,15 @@ std::string prepare_snapshots(const CheckpointOptions& o, Optimizer& fresh, Byte
   const std::string whole = whole_checkpoint_file(choice->name), whole_path = (dir / whole).string();
   if (rank == 0 && !choice->whole) {
     std::vector<std::string> shards;
-    for (const std::string& f : choice->files) shards.push_back((dir / f).string());
-    assemble_checkpoint(shards, fresh, whole_path);
+    uintmax_t bytes = 0;
+    for (const std::string& f : choice->files) shards.push_back((dir / f).string()), bytes += fs::file_size(shards.back());
+    try {
+      assemble_checkpoint(shards, fresh, whole_path);
+    } catch (const std::exception& e) {  // a full disk: say what it takes
+      FLEXTP_FAIL("snapshot: cannot assemble step ", choice->step, "'s shards into ", whole_path, ": ", e.what(),
+                  "; the whole checkpoint needs about ", (bytes >> 20) + 1, " MB free in ", o.snapshot_dir,
+                  " beside its shards");
+    }
   }
   const std::vector<FileCopy> sent = to_hosts(*choice, held, leads, dir, whole);
   copy_files(mail, sent);
@@ -194,9 +201,25 @@ void Snapshots::write_later(const std::string& path, std::shared_ptr<const std::
   writes_.push_back(std::async(std::launch::async, [path, bytes] { write_file_atomic(path, *bytes, false); }));
 }
 
-void Snapshots::wait_writes() {
-  for (std::future<void>& w : writes_) w.get();  // a write's error (a full disk) ends the run here
+bool Snapshots::wait_writes() {
+  std::string failed;
+  for (std::future<void>& w : writes_) try {
+      w.get();
+    } catch (const std::exception& e) {
+      if (failed.empty()) failed = e.what();
+    }
   writes_.clear();
+  if (!failed.empty())
+    log_.say("snapshot: step %lld could not be written (%s); the run goes on, but recovery after losing a host "
+             "is off until a snapshot is written\n", (long long)writing_, failed.c_str());
+  return failed.empty();
+}
+
+bool Snapshots::all_written(bool mine) {
+  if (!mail_) return mine;
+  for (const std::string& ok : mail_->all_gather(mine ? "1" : "0"))  // also the barrier a snapshot needs
+    if (ok != "1") return false;
+  return true;
 }
 
 void Snapshots::keep_letters(std::vector<ByteMail::Letter> letters) {
@@ -210,13 +233,22 @@ void Snapshots::keep_letters(std::vector<ByteMail::Letter> letters) {
 void Snapshots::take(int64_t step) {
   const double t0 = now_ms();
   if (mail_) keep_letters(mail_->finish());
-  wait_writes();
-  if (mail_) mail_->barrier();  // every copy of the last snapshot is on disk: it is complete on the hosts
+  // Every copy of the last snapshot is on disk (or failed): it is complete on the hosts, or the
+  // one before stays the last complete one.
+  const bool written = all_written(wait_writes());
+  if (written && writing_ >= 0) {
+    if (off_) log_.say("snapshot: step %lld written: recovery after losing a host is on again\n", (long long)writing_);
+    kept_from_ = writing_, off_ = false;
+  }
+  off_ = off_ || !written;
   if (host_lead_)  // keep the last complete snapshot (and newer ones of other attempts) until this one is
     remove_snapshots_before(o_.snapshot_dir, kept_from_);
-  kept_from_ = step;
+  writing_ = step;
   current_ = (fs::path(o_.snapshot_dir) / snapshot_name(step, attempt_)).string();
-  make_directories(current_);
+  try {
+    make_directories(current_);
+  } catch (const std::exception&) {  // its shard's write fails too, and says so
+  }
   state_.step = step;
   for (int s : senders_) mail_->expect(s, 0);
   if (place_.replica != 0) return;  // it keeps copies only
@@ -225,7 +257,7 @@ void Snapshots::take(int64_t step) {
   auto bytes = std::make_shared<const std::string>(shard_bytes(model_, opt_, state_, place_));
   write_later((fs::path(current_) / shard_name(place_)).string(), bytes);
   if (int64_t held_ms = injected_fault::slow_snapshot_ms(step)) {  // a host lost during a snapshot
-    wait_writes();
+    (void)wait_writes();
     std::this_thread::sleep_for(std::chrono::milliseconds(held_ms));
   }
   if (partner_ >= 0) mail_->send(partner_, 0, bytes);
@@ -250,7 +282,7 @@ void Snapshots::say_if_none_before(int64_t steps) const {
 
 void Snapshots::finish() {
   if (!o_.snapshot_dir.empty() && mail_) keep_letters(mail_->finish());
-  wait_writes();
+  (void)wait_writes();
 }
 
 }  // namespace flextp

@@ -54,7 +54,11 @@ class Snapshots {
   void keep_letters(std::vector<ByteMail::Letter> letters);
   // Files are written by threads of their own while the steps go on (no MPI in them).
   void write_later(const std::string& path, std::shared_ptr<const std::string> bytes);
-  void wait_writes();
+  // Waits for them; false (and the log says why) when one failed: a full or read-only disk costs
+  // the snapshot, never the run or its --save.
+  bool wait_writes();
+  // Whether every rank wrote all of the snapshot under way (a collective; one process: its own).
+  bool all_written(bool mine);
 
   const CheckpointOptions& o_;
   GPT& model_;
@@ -68,7 +72,9 @@ class Snapshots {
   std::vector<int> senders_;  // the ranks whose partner this rank is
   bool host_lead_ = true;     // the first rank of its host: it prunes the host's directory
   std::string attempt_, current_;
-  int64_t kept_from_ = 0;     // snapshots of earlier steps are pruned
+  int64_t kept_from_ = 0;     // the last complete snapshot's step: earlier ones are pruned
+  int64_t writing_ = -1;      // the step of the snapshot under way
+  bool off_ = false;          // the last snapshot failed: recovery is off until one is written
   std::vector<std::future<void>> writes_;
 };
 
