@@ -108,7 +108,7 @@ def loss_lines(host, how):
             'scripts/hosts heal %s' % host if how == "partition" else ':']
 
 
-def supervised(work, hosts, slots, tp, kills, fault, how="kill", launch=(), train=(), model=None):
+def supervised(work, hosts, slots, tp, kills, fault, how="kill", launch=(), train=(), model=None, save=True):
     kill_lines = []
     for host, trigger in kills:
         kill_lines.append('until %s; do kill -0 $job 2>/dev/null || exit 0; sleep 0.02; done' % trigger_test(trigger))
@@ -119,7 +119,7 @@ def supervised(work, hosts, slots, tp, kills, fault, how="kill", launch=(), trai
 work=%s
 cd %s
 scripts/launch -n %d --restarts 3 %s -- %s/train %s --tp %d --snapshot-dir "$FLEXTP_HOST_DIR/snap" \\
-  --snapshot-every %d --save "$work/final.st" %s >"$work/sup.log" 2>"$work/sup.err" &
+  --snapshot-every %d %s >"$work/sup.log" 2>"$work/sup.err" &
 job=$!
 (
 %s
@@ -128,7 +128,8 @@ wait $job
 echo $? >"$work/status"
 wait
 """ % (work, REPO, hosts * slots, " ".join(list(launch) + (["-x FLEXTP_FAULT_SLOW_SNAPSHOT"] if fault else [])),
-       BUILD, " ".join(model or MODEL), tp, EVERY, " ".join(train), "\n".join(kill_lines or [":"]))
+       BUILD, " ".join(model or MODEL), tp, EVERY, " ".join(list(train) + (['--save "$work/final.st"'] if save else [])),
+       "\n".join(kill_lines or [":"]))
     open(os.path.join(work, "inside.sh"), "w").write(script)
     env = dict(os.environ)
     if fault:
@@ -391,8 +392,18 @@ def main():
     if case == "during-snapshot":
         fault = "15:2000"
     work = tempfile.mkdtemp(prefix="flextp-recovery-")
+    cleanup = [work]
     try:
-        log = supervised(work, hosts, slots, tp, kills, fault, HOW.get(case, "kill"))
+        # The frozen case saves where a run without --save does, runs/NAME: a restart must keep it.
+        log = supervised(work, hosts, slots, tp, kills, fault, HOW.get(case, "kill"), save=case != "frozen")
+        saved = os.path.join(work, "final.st")
+        if case == "frozen":
+            dirs = re.findall(r"^checkpoint: (runs/\S+)/model\.safetensors \(no --save given", log, re.M)
+            run_dir = os.path.join(REPO, dirs[0])
+            saved = os.path.join(run_dir, "model.safetensors")
+            cleanup += [os.path.join(REPO, d) for d in set(dirs)]
+            if len(dirs) != 2 or dirs[0] != dirs[1]:
+                fail("the restarted job saves into another run directory than the first attempt: %s" % dirs)
         if case in HOW:
             silent_checks(work, log)
         runs = attempts(log, hosts, slots, tp)
@@ -412,12 +423,13 @@ def main():
         if case == "during-recovery" and runs[-1][3] != runs[1][3]:
             fail("the second loss came before any new snapshot: the same step should be resumed")
         final = reference(work, runs, hosts, slots)
-        diff = same_tensors.differences(os.path.join(work, "final.st"), final)
+        diff = same_tensors.differences(saved, final)
         if diff:
             fail("the final weights differ from the chain resumed by hand: " + diff)
         print("passed: %s: %d restart(s), the same weights as the chain resumed by hand" % (case, restarts))
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        for d in cleanup:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
