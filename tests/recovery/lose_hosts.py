@@ -22,6 +22,8 @@ down, its processes left alive: they must end themselves and write no later snap
 comes back after the restart and nothing of the old job rejoins), frozen (every process on h1
 stopped with SIGSTOP; let go after the restart, they end themselves); slow-step (2 hosts x 1 slot,
 a rank slowed 10x so that every step outlasts the heartbeat's timeout: no host is lost);
+answers-again (3 hosts x 1 slot: h1 cut off, healed after the restart, h2 lost later: the second
+restart says h1 answers again and leaves it out);
 stop-signals (steps of seconds: a SIGTERM to the supervisor, to a plain scripts/launch, or to one
 rank under the supervisor ends the job after a step the ranks agree on, with --save written and
 loadable, and no restart)."""
@@ -55,6 +57,9 @@ CASES = {
     "silent": (2, 2, 2, None),
     "partition": (2, 2, 2, None),
     "frozen": (2, 2, 2, None),
+    # 3 replicas on 3 hosts: h1 cut off and healed after the restart, then h2 lost: h1 answers
+    # again at the second restart, and stays out.
+    "answers-again": (3, 1, 1, [("h1", ("step", 8), "partition"), ("h2", ("step-after-restart", 14), "kill")]),
 }
 # How a case loses its host (scripts/hosts): killed while its link is up, or silent first.
 HOW = {"silent": "silence", "partition": "partition", "frozen": "freeze"}
@@ -110,11 +115,12 @@ def loss_lines(host, how):
 
 def supervised(work, hosts, slots, tp, kills, fault, how="kill", launch=(), train=(), model=None, save=True):
     kill_lines = []
-    for host, trigger in kills:
+    for kill in kills:
+        host, trigger = kill[:2]
         kill_lines.append('until %s; do kill -0 $job 2>/dev/null || exit 0; sleep 0.02; done' % trigger_test(trigger))
         kill_lines.append('echo "lost %s after: $(grep "^step *[0-9]* |" "$work/sup.log" | tail -1 | cut -c1-11)" >>"$work/kills"'
                           % host)
-        kill_lines += loss_lines(host, how)
+        kill_lines += loss_lines(host, kill[2] if len(kill) > 2 else how)
     script = """set -u
 work=%s
 cd %s
@@ -406,6 +412,8 @@ def main():
                 fail("the restarted job saves into another run directory than the first attempt: %s" % dirs)
         if case in HOW:
             silent_checks(work, log)
+        if case == "answers-again" and "launch: h1, lost before, answers again: it stays out" not in log:
+            fail("h1 answered again at the second restart, and the log does not say so")
         runs = attempts(log, hosts, slots, tp)
         print("runs (ranks, tp, hosts, resumed at): %s" % runs)
         restarts = len(re.findall(r"^launch: restart \d+ of", log, re.M))
