@@ -149,12 +149,12 @@ void hold_snapshot_directory(const std::string& dir) {
   const std::string path = (fs::path(dir) / kLock).string();
   if (held.count(path)) return;
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  FLEXTP_CHECK(fd >= 0, "--snapshot-dir ", dir, ": cannot open ", path, ": ", std::strerror(errno));
+  FLEXTP_CHECK(fd >= 0, "cannot open ", path, ": ", std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     std::string holder = read_file_bytes(path);
     ::close(fd);
     while (!holder.empty() && holder.back() == '\n') holder.pop_back();
-    FLEXTP_FAIL("--snapshot-dir ", dir, " is in use by another run (", holder.empty() ? "a process" : holder,
+    FLEXTP_FAIL("the directory is in use by another run (", holder.empty() ? "a process" : holder,
                 "): two runs must not write their snapshots into one directory; give another, or wait for it to end");
   }
   char host[256] = {};

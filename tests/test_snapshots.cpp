@@ -217,7 +217,7 @@ TEST_CASE("a snapshot directory serves one run at a time; a run that died holds 
   char x;
   REQUIRE(read(ready[0], &x, 1) == 1);
   close(ready[0]), close(ready[1]);
-  const std::string says = "--snapshot-dir " + d + " is in use by another run (pid " + std::to_string(holder) + " on ";
+  const std::string says = "the directory is in use by another run (pid " + std::to_string(holder) + " on ";
   CHECK_THROWS_WITH(hold_snapshot_directory(d), doctest::Contains(says.c_str()));
   kill(holder, SIGKILL);
   waitpid(holder, nullptr, 0);

@@ -14,6 +14,7 @@
 #include "core/timer.h"
 #include "parallel/comm/host_files.h"
 #include "store/snapshot_store.h"
+#include "train/flags.h"
 
 namespace flextp {
 namespace {
@@ -42,7 +43,7 @@ Held list_held(const std::string& dir, ByteMail* mail, bool host_lead) {
     } catch (const Error& e) {
       FLEXTP_FAIL("--snapshot-dir ", dir, ": ", e.what());
     }
-    hold_snapshot_directory(dir);
+    with_flag("--snapshot-dir " + dir, [&] { hold_snapshot_directory(dir); });
     std::vector<std::string> rejected;
     for (const std::string& f : snapshot_files(dir, &rejected)) mine += (mine.empty() ? "" : "\n") + f;
     for (const std::string& r : rejected) mine += (mine.empty() ? "!" : "\n!") + r;  // no file's name starts so
