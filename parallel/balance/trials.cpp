@@ -156,7 +156,8 @@ void Trials::start(Change c, double predicted_gain, const std::string& from, con
 
 bool Trials::cancel() {
   if (phase_ != Phase::settling && phase_ != Phase::measuring) return false;
-  why_ = "resizing ended after " + std::to_string(phase_ == Phase::settling ? phase_steps_ : o_.settle + after_.size()) +
+  const int64_t ran = phase_ == Phase::settling ? phase_steps_ : o_.settle + static_cast<int64_t>(after_.size());
+  why_ = "resizing ended after " + std::to_string(ran) +
          " step(s), before it was measured: the slowdown passed too soon for resizing to pay";
   phase_ = Phase::idle;
   recent_ = before_;
