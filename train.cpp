@@ -188,7 +188,7 @@ int run(TrainOptions& o, const OptionTable& table, Communicator& world, Device d
   BatchSampler sampler(&corpus.train, o.data.batch, o.data.seq_len, o.seed);
   Validation validation(model, corpus.val, o, groups.micro_windows);
   TrainLog log(lead, o.output, steps, o.data.batch * o.data.seq_len, device.is_cuda());
-  if (!groups.hosts.empty()) log.set_links(links_of_rank0(groups.hosts, groups.grid.tp));
+  if (!groups.hosts.empty()) log.set_links(groups.hosts, groups.grid.tp);
   log.say("%s", where_saved.c_str());
   print_run_header(log, o, model, corpus, device, threads, groups, step_clock, world.rank(), partition);
   std::unique_ptr<Balancer> balancer = make_balancer(step_clock, groups, o, c, partition, device,

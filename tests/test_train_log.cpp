@@ -40,3 +40,34 @@ TEST_CASE("the metrics log writes each group metric under its name: a list, or o
   CHECK(line["block_norms"] == nlohmann::json::parse("[1.5, null]"));
   CHECK(line["total"] == 2.0);
 }
+
+TEST_CASE("a link event with every rank on one host names no network link: the collectives slowed, CPU contention") {
+  // Planted bug that fails this: link_line ignoring the host and calling the scheduler a slow
+  // link ("link slowed ... (inside vm)", 91 times on a loaded VM, issue 44).
+  BalanceStep::Link link;
+  link.comm_ms = 42.0, link.usual_ms = 3.0, link.event = LinkWatch::Event::Slowed;
+  const std::string inside = link_line(13, link, "tensor-parallel group's links (inside vm)", "vm");
+  CHECK(inside == "step    13 | collectives slowed: 42.0 ms a step against 3.0 usual, with every rank on vm: no network "
+                  "link, most likely CPU contention; nothing moves for it\n");
+  CHECK(inside.find("link slowed") == std::string::npos);
+  link.event = LinkWatch::Event::Recovered;
+  CHECK(link_line(25, link, "", "vm").find("collectives back to") != std::string::npos);
+  // Across hosts the link is a network's, and named.
+  link.event = LinkWatch::Event::Slowed;
+  CHECK(link_line(13, link, "tensor-parallel group's links (across h0, h1)", "") ==
+        "step    13 | link slowed: communication 42.0 ms a step against 3.0 usual, on the tensor-parallel group's links "
+        "(across h0, h1); the ranks' compute is as before, so nothing moves for it\n");
+}
+
+TEST_CASE("every verdict of the closed loop has its line, with the predicted gain and why") {
+  BalanceStep b;
+  b.trial = "try", b.choice = "resize", b.predicted_gain = 0.4;
+  CHECK(trial_line(7, b) == "step     7 | try: resize, predicted -40.0%, judged by the next steps\n");
+  b.trial = "undone", b.trial_before_ms = 200, b.trial_after_ms = 120, b.predicted_gain = 0;
+  b.trial_why = "not the predicted gain, beyond 5.0% (the speeds' noise 5.0%)";
+  CHECK(trial_line(12, b) == "step    12 | undone: the step went 200.0 -> 120.0 ms (-40.0%; predicted -0.0%): not the "
+                             "predicted gain, beyond 5.0% (the speeds' noise 5.0%); undone now, no new try for a while\n");
+  b.trial = "inconclusive", b.trial_why = "resizing ended after 2 step(s), before it was measured";
+  CHECK(trial_line(9, b) ==
+        "step     9 | inconclusive: resizing ended after 2 step(s), before it was measured; no new try for a while\n");
+}

@@ -1,5 +1,6 @@
 #include "train/log.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -7,6 +8,7 @@
 
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/temp_files.h"
+#include "parallel/comm/placement.h"
 #include "train/flags.h"
 
 namespace flextp {
@@ -44,6 +46,41 @@ std::string rank_table(const std::vector<RankRow>& rows) {
     out += " skipped " + std::to_string(row.units.skipped) + "\n";
   }
   return out;
+}
+
+std::string trial_line(int64_t step, const BalanceStep& b) {
+  char line[512];
+  if (b.trial == "try")
+    std::snprintf(line, sizeof line, "step %5lld | try: %s, predicted %+.1f%%%s, judged by the next steps\n",
+                  (long long)step, b.choice.c_str(), -100 * b.predicted_gain,
+                  b.explored ? " (the model's best move: the steps stay far above its ideal)" : "");
+  else if (b.trial == "inconclusive")
+    std::snprintf(line, sizeof line, "step %5lld | inconclusive: %s; no new try for a while\n", (long long)step,
+                  b.trial_why.c_str());
+  else
+    std::snprintf(line, sizeof line, "step %5lld | %s: the step went %.1f -> %.1f ms (%+.1f%%; predicted %+.1f%%): %s%s\n",
+                  (long long)step, b.trial.c_str(), b.trial_before_ms, b.trial_after_ms,
+                  100 * (b.trial_after_ms / b.trial_before_ms - 1), -100 * b.predicted_gain, b.trial_why.c_str(),
+                  b.trial == "undone" ? "; undone now, no new try for a while" : "");
+  return line;
+}
+
+std::string link_line(int64_t step, const BalanceStep::Link& link, const std::string& links, const std::string& host) {
+  char line[512];
+  const bool slowed = link.event == LinkWatch::Event::Slowed;
+  // Ranks on one host meet in its memory: no network carries their collectives, and what slows
+  // them is the ranks' turns on the cores (91 "link slowed ... (inside vm)" alarms on a loaded VM).
+  if (!host.empty())
+    std::snprintf(line, sizeof line, slowed ? "step %5lld | collectives slowed: %.1f ms a step against %.1f usual, "
+                  "with every rank on %s: no network link, most likely CPU contention; nothing moves for it\n"
+                  : "step %5lld | collectives back to %.1f ms a step (usual %.1f), with every rank on %s\n",
+                  (long long)step, link.comm_ms, link.usual_ms, host.c_str());
+  else
+    std::snprintf(line, sizeof line, slowed ? "step %5lld | link slowed: communication %.1f ms a step against %.1f "
+                  "usual, on the %s; the ranks' compute is as before, so nothing moves for it\n"
+                  : "step %5lld | link recovered: communication %.1f ms a step (usual %.1f), on the %s\n",
+                  (long long)step, link.comm_ms, link.usual_ms, links.c_str());
+  return line;
 }
 
 TrainLog::TrainLog(bool lead, const OutputOptions& o, int64_t steps, int64_t tokens_per_step, bool cuda)
@@ -91,24 +128,17 @@ void TrainLog::step(const StepReport& r) {
     // Where cuDNN was asked for but cannot take the attention, the first step says why.
     if (r.step == 1 && cuda_) say("attention on %s\n", cuda::attention_path().c_str());
   }
-  if (r.balance.trial == "try")
-    say("step %5lld | try: %s%s, judged by the next steps\n", (long long)r.step, r.balance.choice.c_str(),
-        r.balance.explored ? " (the model's best move: the steps stay far above its ideal)" : "");
-  if (r.balance.trial == "kept" || r.balance.trial == "undone")
-    say("step %5lld | %s: the step went %.1f -> %.1f ms (%+.1f%%; predicted %+.1f%%)%s\n", (long long)r.step,
-        r.balance.trial.c_str(), r.balance.trial_before_ms, r.balance.trial_after_ms,
-        100 * (r.balance.trial_after_ms / r.balance.trial_before_ms - 1), -100 * r.balance.predicted_gain,
-        r.balance.trial == "undone" ? "; undone now, no new try for a while" : "");
-  if (r.balance.link.event == LinkWatch::Event::Slowed)
-    say("step %5lld | link slowed: communication %.1f ms a step against %.1f usual, on the %s; the ranks' "
-        "compute is as before, so nothing moves for it\n",
-        (long long)r.step, r.balance.link.comm_ms, r.balance.link.usual_ms, links_.c_str());
-  if (r.balance.link.event == LinkWatch::Event::Recovered)
-    say("step %5lld | link recovered: communication %.1f ms a step (usual %.1f), on the %s\n", (long long)r.step,
-        r.balance.link.comm_ms, r.balance.link.usual_ms, links_.c_str());
+  if (!r.balance.trial.empty()) say("%s", trial_line(r.step, r.balance).c_str());
+  if (r.balance.link.event != LinkWatch::Event::None) say("%s", link_line(r.step, r.balance.link, links_, host_).c_str());
   if (r.balance.plan.migrate)
     say("step %5lld | %s; moved in %.1f ms; units per rank now %s\n", (long long)r.step,
         r.balance.plan.str().c_str(), r.balance.migrate_ms, r.partition_text.c_str());
+}
+
+void TrainLog::set_links(const std::vector<std::string>& hosts, int tp) {
+  links_ = links_of_rank0(hosts, tp);
+  const bool one = std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == hosts[0]; });
+  host_ = one ? hosts[0] : "";
 }
 
 void TrainLog::validation(const StepReport& r) {
@@ -139,7 +169,8 @@ void TrainLog::metrics(const StepReport& r) {
     if (!r.balance.trial.empty()) {
       line["trial"] = {{"event", r.balance.trial}, {"explored", r.balance.explored},
                        {"predicted_gain", r.balance.predicted_gain}};
-      if (r.balance.trial != "try") {
+      if (r.balance.trial != "try") line["trial"]["why"] = r.balance.trial_why;
+      if (r.balance.trial == "kept" || r.balance.trial == "undone") {
         line["trial"]["before_ms"] = r.balance.trial_before_ms;
         line["trial"]["after_ms"] = r.balance.trial_after_ms;
       }
@@ -164,7 +195,7 @@ void TrainLog::metrics(const StepReport& r) {
     line["link_slow"] = r.balance.link.slow;
     if (r.balance.link.event != LinkWatch::Event::None)
       line["link"] = {{"event", r.balance.link.event == LinkWatch::Event::Slowed ? "slowed" : "recovered"},
-                      {"usual_ms", r.balance.link.usual_ms}, {"links", links_}};
+                      {"usual_ms", r.balance.link.usual_ms}, {"links", host_.empty() ? links_ : "inside " + host_}};
   }
   if (r.val_loss) line["val_loss"] = *r.val_loss;
   metrics_ << line.dump() << "\n" << std::flush;

@@ -17,6 +17,13 @@ namespace flextp {
 //   rank 0: compute   219.3 ms  wait    71.3 ms  speed 3.42e+07  units head 8 mlp 32 vocab 2 skipped 0
 std::string rank_table(const std::vector<RankRow>& rows);
 
+// The closed loop's line of a step with a trial event: the try with its predicted gain, or its
+// verdict (kept, undone, inconclusive) and why.
+std::string trial_line(int64_t step, const BalanceStep& b);
+// The line of a link event (link_watch.h) on `links`; with every rank on one `host` (not
+// empty), the collectives' line: no network link, and most likely CPU contention.
+std::string link_line(int64_t step, const BalanceStep::Link& link, const std::string& links, const std::string& host);
+
 class TrainLog {
  public:
   // Opens --metrics for appending; `steps`: the run's last step; `cuda`: the first step says
@@ -36,8 +43,9 @@ class TrainLog {
   // monitor's table; a migration's line.
   void step(const StepReport& r);
   void validation(const StepReport& r);
-  // What the links of rank 0's groups are, for the lines that say a link slowed (placement.h).
-  void set_links(std::string links) { links_ = std::move(links); }
+  // Where the ranks run (each rank's host, placed; tp as --tp), for the lines that say a link
+  // slowed: the links of rank 0's groups (placement.h), or the one host of every rank.
+  void set_links(const std::vector<std::string>& hosts, int tp);
   void metrics(const StepReport& r);
 
  private:
@@ -48,6 +56,7 @@ class TrainLog {
   std::ofstream metrics_;
   std::string metrics_path_;
   std::string links_ = "group's links";
+  std::string host_;  // every rank's host, when they share one
 };
 
 }  // namespace flextp

@@ -126,6 +126,7 @@ BalanceStep Balancer::after_step(int64_t step, const std::vector<RankReport>& re
   const bool judged = o_.trials.enabled && policy_->closed_loop() && comm_.size() > 1;
   bool every_unit = true;
   for (const RankRow& r : monitor_.table()) every_unit = every_unit && r.units.skipped == 0;
+  if (judged) noise_.observe(monitor_.table()), trials_.set_noise(noise_.noise());
   const TrialEvent verdict =
       judged ? trials_.observe(step_ms_of(monitor_.table()), monitor_.speeds(), every_unit) : TrialEvent::none;
   const Observation seen = observe(step, params);
@@ -171,6 +172,7 @@ void Balancer::watch_links(BalanceStep::Link& link) {
 void Balancer::judge(TrialEvent verdict, const std::vector<Parameter*>& params, const std::vector<std::string>& slots,
                      BalanceStep& out) {
   out.trial = verdict == TrialEvent::kept ? "kept" : "undone";
+  out.trial_why = trials_.why();
   out.trial_before_ms = trials_.before_ms();
   out.trial_after_ms = trials_.after_ms();
   out.predicted_gain = trials_.predicted_gain();
@@ -187,18 +189,19 @@ void Balancer::judge(TrialEvent verdict, const std::vector<Parameter*>& params, 
     migrate(back, params, slots, out);
     out.plan = back;
     out.action = Action::migrate;
+    out.choice = "undo";
   } else {
-    restore(params);
+    restore(params);  // nothing moves back: every unit runs again
     out.action = Action::keep;
+    out.choice = "keep";
   }
-  out.choice = "undo";
   last_action_ = out.action;
 }
 
 void Balancer::admit_to_trial(Decision& d, const Observation& seen, BalanceStep& out) {
   const bool resizing = last_action_ == Action::resize || last_action_ == Action::probe;
   if (resizing && d.action == Action::keep && trials_.under_way() && trials_.change() == Change::resize) {
-    trials_.cancel();  // the policy ended its resizing before the verdict
+    if (trials_.cancel()) out.trial = "inconclusive", out.trial_why = trials_.why();  // ended before its verdict
     return;
   }
   const bool moves = d.action == Action::migrate, starts_resizing = d.action == Action::resize && !resizing;
@@ -219,14 +222,14 @@ void Balancer::admit_to_trial(Decision& d, const Observation& seen, BalanceStep&
     return;
   }
   out.trial = "try";
+  // A resize's plan predicts the resized step (resize_to), a move's the moved one.
+  out.predicted_gain = d.plan.now_ms > 0 ? 1 - d.plan.after_ms / d.plan.now_ms : 0.0;
   if (d.action == Action::migrate) {
     trial_from_ = partition_;
     trial_to_ = d.plan.target;
-    out.predicted_gain = d.plan.now_ms > 0 ? 1 - d.plan.after_ms / d.plan.now_ms : 0.0;
     trials_.start(Change::move, out.predicted_gain, partition_.str(), d.plan.target.str());
   } else {
-    out.predicted_gain = 0;  // resizing's policies price it; the loop only checks it
-    trials_.start(Change::resize, 0, partition_.str(), partition_.str() + " resized");
+    trials_.start(Change::resize, out.predicted_gain, partition_.str(), partition_.str() + " resized");
   }
 }
 

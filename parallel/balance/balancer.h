@@ -15,6 +15,7 @@
 #include "parallel/balance/balance_options.h"
 #include "parallel/balance/link_watch.h"
 #include "parallel/balance/monitor.h"
+#include "parallel/balance/noise_gate.h"
 #include "parallel/balance/planner.h"
 #include "parallel/balance/policy.h"
 #include "parallel/balance/resizer.h"
@@ -29,9 +30,11 @@ struct BalanceStep {
   double migrate_ms = 0;
   std::vector<int64_t> shares;  // the windows of each replica from the next step on (empty: one replica)
   // The closed loop (trials.h): "try" when a change starts its trial with this step's decision,
-  // "kept" or "undone" when this step's measurement judged one (an undone move moves back now);
-  // empty otherwise. `explored`: the try is the model's best move, which no policy asked for.
-  std::string trial;
+  // "kept" or "undone" when this step's measurement judged one (an undone move moves back now),
+  // "inconclusive" when a resize ended before its measurement; empty otherwise. Every try ends
+  // in one of the three, `trial_why` saying why. `explored`: the try is the model's best move,
+  // which no policy asked for.
+  std::string trial, trial_why;
   bool explored = false;
   double trial_before_ms = 0, trial_after_ms = 0, predicted_gain = 0;
   std::vector<double> correction;  // the learned per-rank correction after this step (trials.h)
@@ -105,6 +108,7 @@ class Balancer {
   std::vector<double> correction_;
   Action last_action_ = Action::keep;
   LinkWatch link_watch_;
+  NoiseGate noise_;  // the ranks' noise, which a resize's measured gain must clear (trials.h)
 
   // Records this step's communication time `link.comm_ms` in the link watch; fills in the rest.
   void watch_links(BalanceStep::Link& link);

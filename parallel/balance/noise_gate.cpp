@@ -7,13 +7,20 @@
 #include "core/timer.h"
 
 namespace flextp {
+namespace {
+// The median absolute deviation of x / baseline over the quiet speeds.
+double relative_mad(const std::vector<double>& quiet, double baseline) {
+  std::vector<double> deviation;
+  for (double x : quiet) deviation.push_back(std::abs(x / baseline - 1));
+  return median(deviation);
+}
+}  // namespace
+
 bool clear_slowdown(double speed, const std::vector<double>& quiet, const NoiseGateOptions& o) {
   if (static_cast<int>(quiet.size()) < o.min_samples) return false;
   double baseline = median(quiet);
   if (baseline <= 0) return false;
-  std::vector<double> deviation;
-  for (double x : quiet) deviation.push_back(std::abs(x / baseline - 1));
-  double threshold = std::max(o.k * median(deviation), o.floor);
+  double threshold = std::max(o.k * relative_mad(quiet, baseline), o.floor);
   if (static_cast<int>(quiet.size()) < o.young) threshold = std::max(threshold, o.young_floor);
   threshold = std::min(threshold, o.ceiling);
   return speed < baseline * (1 - threshold);
@@ -50,6 +57,16 @@ bool NoiseGate::observe(const std::vector<RankRow>& table) {
     if (static_cast<int>(quiet.size()) > o_.window) quiet.pop_front();
   }
   return clear;
+}
+
+double NoiseGate::noise() const {
+  double worst = 0;
+  for (const std::deque<double>& q : quiet_) {
+    const std::vector<double> quiet(q.begin(), q.end());
+    if (static_cast<int>(quiet.size()) >= o_.min_samples && median(quiet) > 0)
+      worst = std::max(worst, o_.k * relative_mad(quiet, median(quiet)));
+  }
+  return worst;
 }
 
 }  // namespace flextp

@@ -32,6 +32,9 @@ class NoiseGate {
   // in it is a clear slowdown. The step then joins the window if every rank ran every unit. A
   // table without measured times (speeds injected without them) cannot be judged: true.
   bool observe(const std::vector<RankRow>& table);
+  // The noise it measures: the largest rank's k x median absolute deviation of speed / baseline
+  // (0 before min_samples quiet steps). The closed loop holds a resize's measured gain to it.
+  double noise() const;
 
  private:
   NoiseGateOptions o_;

@@ -27,7 +27,16 @@ Decision resize_to(const Observation& o, const std::vector<double>& speed) {
   d.action = Action::resize;
   for (const UnitGroup& g : o.model.groups)
     if (g.resizable) d.keep[g.name] = o.resizer.keep_count(o.partition.owners(g.name), speed, o.rank);
+  d.plan.after_ms = resized_step_ms(o, speed);
   return d;
+}
+
+double resized_step_ms(const Observation& o, const std::vector<double>& speed) {
+  return predicted_step_ms(o.partition, speed, o.model,
+                           [&](const std::string& group, const std::vector<int>& owners, int r, double held) {
+                             if (!o.model.group(group).resizable) return held;
+                             return std::min<double>(held, o.resizer.keep_count(owners, speed, r));
+                           });
 }
 
 int64_t skipped_here(const Observation& o, const Decision& d) {

@@ -96,8 +96,11 @@ class BalancePolicy {
 // Keep: the plan of the current partition at these speeds.
 Decision keep_at(const Observation& o, const std::vector<double>& speed);
 // Resize to these speeds: every resizable group of this rank keeps what it can finish in the
-// time of the fastest rank (the resizer's dead band applies); the plan is keep_at's.
+// time of the fastest rank (the resizer's dead band applies); the plan is keep_at's, its
+// after_ms the resized step's (resized_step_ms): the gain the closed loop holds the resize to.
 Decision resize_to(const Observation& o, const std::vector<double>& speed);
+// Predicted step time when every rank keeps the units resizing would keep at these speeds.
+double resized_step_ms(const Observation& o, const std::vector<double>& speed);
 // Units a resize decision skips on this rank.
 int64_t skipped_here(const Observation& o, const Decision& d);
 // Probe: run every unit for a step (the plan is keep_at's on the smoothed speeds).

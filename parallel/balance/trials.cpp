@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.h"
 
@@ -9,6 +10,12 @@ namespace flextp {
 
 namespace {
 constexpr double kSameLevel = 0.25;  // steps within 25% of the last are at its level
+
+std::string percent(double share) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%+.1f%%", 100 * share);
+  return text;
+}
 }  // namespace
 
 Trials::Trials(TrialOptions o) : o_(o) {
@@ -32,14 +39,21 @@ TrialEvent Trials::observe(double step_ms, const std::vector<double>& speeds, bo
     shares_.clear();
     for (double s : speeds) shares_.push_back(s / total);
   }
+  const bool was_steady = steady();
   if (moved(steady_ref_, o_.steady)) {
     steady_ref_ = shares_;
     steady_for_ = 0;
   } else {
     ++steady_for_;
   }
-  // A lasting change of speeds: the steps before it and a failure say nothing of the new conditions.
-  if (failures_ > 0 && moved(fail_shares_, o_.new_conditions)) failures_ = backoff_left_ = 0;
+  // A lasting change of speeds: the steps before it and a failure say nothing of the new
+  // conditions. Lasting: away from the steady speeds of the failure, and steady since, or, after
+  // a move's failure, from a steady machine (a quiet one's change, answered at once). A failed
+  // resize is how a busy machine's spikes look, and spikes move the shares by 30% now and then
+  // (a 10x one; two in a row on a rank): that reset its backoff 5 times in 4,000 spiky steps.
+  if (failures_ > 0 && moved(fail_shares_, o_.new_conditions) && (steady() || (was_steady && !failed_resize_)))
+    failures_ = backoff_left_ = 0;
+  if (steady()) steady_shares_ = shares_;
   if (moved(recent_shares_, o_.new_conditions)) {
     recent_.clear();
     recent_shares_ = shares_;
@@ -65,10 +79,33 @@ TrialEvent Trials::observe(double step_ms, const std::vector<double>& speeds, bo
   return TrialEvent::none;
 }
 
+bool Trials::pays() {
+  const double gain = measured_gain();
+  if (gain < o_.keep_gain) {
+    why_ = "the steps were not " + percent(o_.keep_gain) + " faster";
+    return false;
+  }
+  if (change_ == Change::move) return why_ = "the steps were faster", true;
+  const double band = std::max({o_.keep_gain, noise_, o_.resize_tolerance * std::abs(predicted_gain_)});
+  const bool consistent = predicted_gain_ > noise_ && std::abs(gain - predicted_gain_) <= band;
+  why_ = (consistent ? "as predicted, within " : "not the predicted gain, beyond ") + percent(band).substr(1) +
+         " (the speeds' noise " + percent(noise_).substr(1) + ")";
+  return consistent;
+}
+
+void Trials::fail() {
+  ++failures_;
+  backoff_left_ = std::min(o_.backoff_max, o_.backoff_first << std::min<int64_t>(failures_ - 1, 30));
+  fail_shares_ = steady_shares_.empty() ? shares_ : steady_shares_;
+  failed_resize_ = change_ == Change::resize;
+}
+
 TrialEvent Trials::verdict() {
   after_ms_ = median(after_);
   inconclusive_ = moved(start_shares_, o_.new_conditions);
-  if (after_ms_ <= before_ms_ * (1 - o_.keep_gain)) {
+  const bool kept = pays();
+  if (inconclusive_) why_ += "; the speeds changed meanwhile: inconclusive";
+  if (kept) {
     phase_ = Phase::idle;
     // A move's steps are the new partition's full work; a resize keeps the full steps it had.
     if (change_ == Change::move) recent_ = after_;
@@ -80,12 +117,10 @@ TrialEvent Trials::verdict() {
   phase_ = Phase::restoring;
   phase_steps_ = 0;
   recent_ = before_;
-  if (!inconclusive_) {
-    ++failures_;
-    backoff_left_ = std::min(o_.backoff_max, o_.backoff_first << std::min<int64_t>(failures_ - 1, 30));
-    fail_shares_ = shares_;
-    worse_[to_] = shares_;
-  }
+  // A resize answers the last step, and its trial is as short as the spikes that fool it: one
+  // undone backs off whatever the speeds did meanwhile.
+  if (!inconclusive_ || change_ == Change::resize) fail();
+  if (!inconclusive_) worse_[to_] = shares_;
   return TrialEvent::undone;
 }
 
@@ -119,10 +154,16 @@ void Trials::start(Change c, double predicted_gain, const std::string& from, con
   phase_ = o_.settle > 0 ? Phase::settling : Phase::measuring;
 }
 
-void Trials::cancel() {
-  if (phase_ != Phase::settling && phase_ != Phase::measuring) return;
+bool Trials::cancel() {
+  if (phase_ != Phase::settling && phase_ != Phase::measuring) return false;
+  const int64_t ran = phase_ == Phase::settling ? phase_steps_ : o_.settle + static_cast<int64_t>(after_.size());
+  why_ = "resizing ended after " + std::to_string(ran) +
+         " step(s), before it was measured: the slowdown passed too soon for resizing to pay";
   phase_ = Phase::idle;
   recent_ = before_;
+  inconclusive_ = true;
+  fail();
+  return true;
 }
 
 bool Trials::known_worse(const std::string& key) const {

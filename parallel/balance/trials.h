@@ -30,6 +30,11 @@ struct TrialOptions {
   // many units
   int64_t solid_before = 3;
   double keep_gain = 0.02;  // a change is kept when it makes the measured step at least this much faster
+  // and a resize only when that gain is its predicted one, within the larger of the steps' noise
+  // (set_noise) and this share of the prediction: on a busy machine the step before a resize is
+  // often a passing spike, and the steps after it measured 20-47% faster where nothing was
+  // predicted; a gain the resize did not predict is the spike's passing, not the resize's doing.
+  double resize_tolerance = 0.5;
   int64_t backoff_first = 16, backoff_max = 512;  // steps without a change after a failed trial
   // Conditions: each rank's share of the ranks' total smoothed speed. A share moved by more than
   // `new_conditions` (relative) since a measurement means it no longer holds.
@@ -68,8 +73,11 @@ class Trials {
   // began in the last steps leaves the faster steps before it out); a resize, which reacts to
   // the last step alone, with it.
   void start(Change c, double predicted_gain, const std::string& from, const std::string& to);
-  // The change under trial ended by itself (a resizing policy restored every unit): no verdict.
-  void cancel();
+  // The change under trial ended by itself before its verdict (a resizing policy restored every
+  // unit: the slowdown passed within the steps a measurement needs, too soon for resizing to
+  // pay). Its verdict is inconclusive and it backs off as a failure does, so that a busy
+  // machine's spikes do not start one resize after another. False when none was under way.
+  bool cancel();
   bool under_way() const { return phase_ != Phase::idle; }
   Change change() const { return change_; }
   // Whether `key` was measured slower than the configuration it was compared with, under the
@@ -81,9 +89,13 @@ class Trials {
   int64_t backoff_left() const { return backoff_left_; }
   int64_t failures() const { return failures_; }
 
-  // The last verdict: the steps before and after (medians, ms) and the predicted gain. A
+  // The relative noise of the ranks' speeds (the noise gate's, NoiseGate::noise): a resize's
+  // measured gain must match its prediction within it.
+  void set_noise(double noise) { noise_ = noise; }
+  // The last verdict: the steps before and after (medians, ms), the predicted gain and why. A
   // verdict under conditions that changed during the trial is inconclusive: an undo then
   // counts no failure and sets no backoff.
+  const std::string& why() const { return why_; }
   double before_ms() const { return before_ms_; }
   double after_ms() const { return after_ms_; }
   double predicted_gain() const { return predicted_gain_; }
@@ -105,19 +117,23 @@ class Trials {
   std::vector<double> shares_;  // the conditions now
   std::vector<double> recent_shares_;  // when recent_ began
   std::vector<double> start_shares_, fail_shares_;  // at the trial's start; at the last failure
-  std::vector<double> steady_ref_;
+  std::vector<double> steady_ref_, steady_shares_;  // the steady reference; the last steady shares
   int64_t steady_for_ = 0;
   // Configurations measured slower than what they were compared with, and the conditions
   // (shares) they were measured in.
   std::map<std::string, std::vector<double>> worse_;
-  std::string from_, to_;
+  std::string from_, to_, why_;
+  double noise_ = 0;
   double before_ms_ = 0, after_ms_ = 0, predicted_gain_ = 0;
   bool inconclusive_ = false;
   int64_t backoff_left_ = 0, failures_ = 0;
+  bool failed_resize_ = false;  // the last failure was a resize's
 
   bool moved(const std::vector<double>& from, double by) const;  // shares_ against `from`
   std::vector<double> at_level() const;  // the recent steps within kSameLevel of the last, newest first
   TrialEvent verdict();
+  bool pays();  // whether the measured gain keeps the change; says why in why_
+  void fail();  // counts a failure: the backoff doubles
 };
 
 // The prediction's error, learned: the factor on the speed corrections of the ranks that gave

@@ -38,14 +38,6 @@ Action hybrid_choice(const HybridCosts& h) {
   return Action::keep;
 }
 
-double resized_step_ms(const Observation& o, const std::vector<double>& speed) {
-  return predicted_step_ms(o.partition, speed, o.model,
-                           [&](const std::string& group, const std::vector<int>& owners, int r, double held) {
-                             if (!o.model.group(group).resizable) return held;
-                             return std::min<double>(held, o.resizer.keep_count(owners, speed, r));
-                           });
-}
-
 namespace {
 
 class HybridPolicy : public BalancePolicy {
@@ -110,11 +102,7 @@ class HybridPolicy : public BalancePolicy {
     h.price_doubling = static_cast<double>(planner_.horizon);
     switch (hybrid_choice(h)) {
       case Action::migrate: return migrate_by(mig);
-      case Action::resize: {
-        Decision resize = resize_to(o, speed);
-        resize.plan = keep.plan;
-        return resize;
-      }
+      case Action::resize: return resize_to(o, speed);  // its plan: keep's, after_ms the resized step
       default: return keep;
     }
   }

@@ -28,7 +28,4 @@ Action hybrid_choice(const HybridCosts& h);
 // So the k-th step of an episode is priced lambda x share x (1 + k / price_doubling).
 double resize_price(const HybridCosts& h);
 
-// Predicted step time when every rank keeps the units resizing would keep at these speeds.
-double resized_step_ms(const Observation& o, const std::vector<double>& speed);
-
 }  // namespace flextp

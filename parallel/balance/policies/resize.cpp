@@ -17,7 +17,10 @@ class ResizePolicy : public BalancePolicy {
   Decision decide(const Observation& o) override {
     if (probes_.due(o.table)) return probe(o);
     Decision d = resize_to(o, o.fast_speeds);
+    // The log's plan is on the smoothed speeds; the gain predicted for the resize, the last step's.
+    const double gain = d.plan.now_ms > 0 ? 1 - d.plan.after_ms / d.plan.now_ms : 0.0;
     d.plan = keep_at(o, o.speeds).plan;
+    d.plan.after_ms = d.plan.now_ms * (1 - gain);
     if (skipped_here(o, d) == 0) d.action = Action::keep;  // this rank is fast enough
     return d;
   }
