@@ -68,8 +68,9 @@ struct DrivenBalancer {
   double base = 0;  // work per ms that makes rank 0's even share take 10 ms
   int64_t steps = 0;
 
+  // replicas: the run's data-parallel replicas (>1: the links are judged by observe_replicas).
   DrivenBalancer(const std::string& policy, double lambda = 100, std::unique_ptr<BalancePolicy> own = nullptr,
-                 double min_gain = 0.1, bool closed_loop = true)
+                 double min_gain = 0.1, bool closed_loop = true, int replicas = 1)
       : initial(Partition::even(unit_groups(balancing_gpt()), 2)) {
     comm.speed = {1, 1};
     model = std::make_unique<GPT>(balancing_gpt(), LocalUnits::of_rank(balancing_gpt(), initial, 0), &comm);
@@ -80,6 +81,7 @@ struct DrivenBalancer {
     o.resize.priority = "norm";  // importance from the weights alone: no gradients needed
     o.planner.min_gain = min_gain;
     o.trials.enabled = closed_loop;
+    o.replicas = replicas;
     CommCostModel free;
     free.fits["p2p"] = {0.0, 0.0};
     if (!own) own = make_policy(o);
@@ -353,6 +355,33 @@ TEST_CASE("the balancer watches the links: its step result says when the group's
   CHECK(slowed.link.usual_ms == doctest::Approx(2.0));
   at(2.0);
   CHECK(at(2.0).link.event == LinkWatch::Event::Recovered);
+}
+
+TEST_CASE("with replicas the balancer watches the least wait of any replica, not its own group's") {
+  DrivenBalancer d("none", 100, nullptr, 0.1, true, 2);
+  const ReplicaView even{{4, 4}, {1, 1}, 0, false};
+  // A step in which both ranks of this replica compute 10 ms and wait `own` ms; `least`: the least
+  // wait of any replica's group (WindowShares::after_step gathers it).
+  auto at = [&](double own, double least) {
+    std::vector<RankReport> reports;
+    for (int r = 0; r < 2; ++r) reports.push_back({10.0, own, d.balancer->work_of(r), d.balancer->unit_counts(r)});
+    BalanceStep s = d.balancer->after_step(++d.steps, reports, d.params, {"m", "v"});
+    d.balancer->observe_replicas(even, least, s);
+    return s;
+  };
+  for (int i = 0; i < 5; ++i) CHECK(at(2.0, 2.0).link.event == LinkWatch::Event::None);
+  // This replica waits 80 ms for a slower one, in the gradient sum; the other's link takes 2 ms.
+  for (int i = 0; i < 4; ++i) {
+    const BalanceStep waiting = at(80.0, 2.0);
+    CHECK(waiting.link.comm_ms == 2.0);
+    CHECK(waiting.link.event == LinkWatch::Event::None);
+    CHECK_FALSE(waiting.link.slow);
+  }
+  // Every replica's group waits: the link.
+  CHECK(at(80.0, 80.0).link.event == LinkWatch::Event::None);
+  const BalanceStep slowed = at(80.0, 80.0);
+  CHECK(slowed.link.event == LinkWatch::Event::Slowed);
+  CHECK(slowed.link.usual_ms == doctest::Approx(2.0));
 }
 
 TEST_CASE("closed loop: a move that pays is kept; one that makes the steps slower is undone within its window") {

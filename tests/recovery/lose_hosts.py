@@ -15,6 +15,9 @@ during-snapshot (2 hosts x 1 slot, tensor parallel across them: h1 lost while th
 3 replicas: h1 lost, then h2 while the job restarts: h0's replica alone is a snapshot),
 during-recovery (3 hosts x 1 slot, tensor parallel across them: h1 lost, then h2 after the restart
 resumed, before its first snapshot: the checkpoint the recovery assembled on h0 is resumed),
+fewer-ranks (3 hosts x 2 slots, -n 3 and no --tp: h0's two slots and one of h1's, tensor parallel;
+h1 lost: the new grid is 3 ranks on h0 and h2, --tp 1, not 4 ranks, nor a --tp that does not
+divide 3; h2, which had no rank, resumes from the checkpoint assembled on h0),
 statuses (scripts/launch --restarts refuses bad input, and says by its exit status why it stopped).
 Hosts that go silent, found by the heartbeats (parallel/comm/heartbeat.h), 2 hosts x 2 slots, h1
 at a random step: silent (its link down, a second later its processes killed), partition (its link
@@ -60,7 +63,12 @@ CASES = {
     # 3 replicas on 3 hosts: h1 cut off and healed after the restart, then h2 lost: h1 answers
     # again at the second restart, and stays out.
     "answers-again": (3, 1, 1, [("h1", ("step", 8), "partition"), ("h2", ("step-after-restart", 14), "kill")]),
+    "fewer-ranks": (3, 2, None, [("h1", ("step", 12))]),  # tp None: no --tp, train's default (every rank)
 }
+# Ranks where fewer than the hosts' slots run (-n), and the grids the restarts must choose:
+# [ranks, tp, hosts] of each restart, in order.
+RANKS = {"fewer-ranks": 3}
+GRIDS = {"fewer-ranks": [[3, 1, ["h0", "h2"]]]}
 # How a case loses its host (scripts/hosts): killed while its link is up, or silent first.
 HOW = {"silent": "silence", "partition": "partition", "frozen": "freeze"}
 TIMEOUT = 5  # scripts/launch's default --heartbeat-timeout
@@ -113,7 +121,13 @@ def loss_lines(host, how):
             'scripts/hosts heal %s' % host if how == "partition" else ':']
 
 
-def supervised(work, hosts, slots, tp, kills, fault, how="kill", launch=(), train=(), model=None, save=True):
+def tp_words(tp):
+    """--tp TP, or nothing where the case gives none (train's default: every rank)."""
+    return "--tp %d" % tp if tp else ""
+
+
+def supervised(work, hosts, slots, tp, kills, fault, how="kill", launch=(), train=(), model=None, save=True,
+               ranks=None):
     kill_lines = []
     for kill in kills:
         host, trigger = kill[:2]
@@ -124,7 +138,7 @@ def supervised(work, hosts, slots, tp, kills, fault, how="kill", launch=(), trai
     script = """set -u
 work=%s
 cd %s
-scripts/launch -n %d --restarts 3 %s -- %s/train %s --tp %d --snapshot-dir "$FLEXTP_HOST_DIR/snap" \\
+scripts/launch -n %d --restarts 3 %s -- %s/train %s %s --snapshot-dir "$FLEXTP_HOST_DIR/snap" \\
   --snapshot-every %d %s >"$work/sup.log" 2>"$work/sup.err" &
 job=$!
 (
@@ -133,8 +147,9 @@ job=$!
 wait $job
 echo $? >"$work/status"
 wait
-""" % (work, REPO, hosts * slots, " ".join(list(launch) + (["-x FLEXTP_FAULT_SLOW_SNAPSHOT"] if fault else [])),
-       BUILD, " ".join(model or MODEL), tp, EVERY, " ".join(list(train) + (['--save "$work/final.st"'] if save else [])),
+""" % (work, REPO, ranks or hosts * slots,
+       " ".join(list(launch) + (["-x FLEXTP_FAULT_SLOW_SNAPSHOT"] if fault else [])), BUILD, " ".join(model or MODEL),
+       tp_words(tp), EVERY, " ".join(list(train) + (['--save "$work/final.st"'] if save else [])),
        "\n".join(kill_lines or [":"]))
     open(os.path.join(work, "inside.sh"), "w").write(script)
     env = dict(os.environ)
@@ -154,9 +169,9 @@ wait
     return log
 
 
-def attempts(log, hosts, slots, tp):
+def attempts(log, hosts, slots, tp, ranks=None):
     """[(ranks, tp, hosts, resumed step)] of each run that resumed (the first: step 0)."""
-    runs = [[hosts * slots, tp, ["h%d" % i for i in range(hosts)], 0]]
+    runs = [[ranks or hosts * slots, tp, ["h%d" % i for i in range(hosts)], 0]]
     for line in log.splitlines():
         m = re.match(r"launch: restart \d+ of \d+: .*new grid: (\d+) rank\(s\) on (.*), --tp (\d+),", line)
         if m:
@@ -187,9 +202,9 @@ def reference(work, runs, hosts, slots):
                 fail("no checkpoint of step %d in the chain %s" % (start, runs))
             load = ["--load", made[start]]
         out = os.path.join(work, "ref%d.st" % i)
-        lines.append("scripts/launch -n %d --hostfile %s -- %s/train %s --tp %d --save %s --save-every %d %s "
-                     ">%s/ref%d.log 2>&1" % (ranks, hostfile, BUILD, " ".join(MODEL), tp, out, EVERY, " ".join(load),
-                                             work, i))
+        lines.append("scripts/launch -n %d --hostfile %s -- %s/train %s %s --save %s --save-every %d %s "
+                     ">%s/ref%d.log 2>&1" % (ranks, hostfile, BUILD, " ".join(MODEL), tp_words(tp), out, EVERY,
+                                             " ".join(load), work, i))
         for s in range(start + EVERY, STEPS, EVERY):
             made[s] = os.path.join(work, "ref%d-step%06d.st" % (i, s))
         final = out
@@ -375,6 +390,14 @@ finish rank
     print("passed: stop-signals: SIGTERM to the supervisor, to scripts/launch and to one rank: saved, loadable, 143")
 
 
+def check_grids(case, log):
+    """The grids the restarts chose, where the case names them."""
+    grids = [[int(n), int(t), on.split(", ")] for n, on, t in
+             re.findall(r"^launch: restart \d+ of \d+: .*new grid: (\d+) rank\(s\) on (.*), --tp (\d+),", log, re.M)]
+    if case in GRIDS and grids != GRIDS[case]:
+        fail("the restarts chose the grids %s (ranks, tp, hosts), not %s" % (grids, GRIDS[case]))
+
+
 def main():
     global BUILD
     BUILD, case = os.path.abspath(sys.argv[1]), sys.argv[2]
@@ -401,7 +424,8 @@ def main():
     cleanup = [work]
     try:
         # The frozen case saves where a run without --save does, runs/NAME: a restart must keep it.
-        log = supervised(work, hosts, slots, tp, kills, fault, HOW.get(case, "kill"), save=case != "frozen")
+        log = supervised(work, hosts, slots, tp, kills, fault, HOW.get(case, "kill"), save=case != "frozen",
+                         ranks=RANKS.get(case))
         saved = os.path.join(work, "final.st")
         if case == "frozen":
             dirs = re.findall(r"^checkpoint: (runs/\S+)/model\.safetensors \(no --save given", log, re.M)
@@ -414,8 +438,9 @@ def main():
             silent_checks(work, log)
         if case == "answers-again" and "launch: h1, lost before, answers again: it stays out" not in log:
             fail("h1 answered again at the second restart, and the log does not say so")
-        runs = attempts(log, hosts, slots, tp)
+        runs = attempts(log, hosts, slots, tp, RANKS.get(case))
         print("runs (ranks, tp, hosts, resumed at): %s" % runs)
+        check_grids(case, log)
         restarts = len(re.findall(r"^launch: restart \d+ of", log, re.M))
         if restarts != len(kills):
             fail("%d host(s) lost but %d restart(s)" % (len(kills), restarts))
@@ -423,7 +448,7 @@ def main():
         # of it; where h1's shards are needed, their copies may still have been on the way (one
         # snapshot more).
         reached = [int(m) for m in re.findall(r"^lost h1 after: step +(\d+)", open(os.path.join(work, "kills")).read(), re.M)]
-        oldest = reached[0] // EVERY * EVERY - (0 if tp <= slots else EVERY) if reached else 0
+        oldest = reached[0] // EVERY * EVERY - (0 if (tp or runs[0][0]) <= slots else EVERY) if reached else 0
         if runs[1][3] < oldest:
             fail("h1 was lost after step %d, but the job resumed at step %d, not %d or later" % (reached[0], runs[1][3], oldest))
         if case == "during-snapshot" and runs[1][3] != 10:
