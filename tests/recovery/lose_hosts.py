@@ -316,7 +316,9 @@ def silent_checks(work, log):
     if m:  # their snapshots: none after the last step logged before the loss
         reached = int(re.search(r"^lost h1 after: step +(\d+)", kills, re.M).group(1))
         steps = [int(x) for x in re.findall(r"^step(\d+)-", open(os.path.join(work, "old-snapshots")).read(), re.M)]
-        if steps and max(steps) > reached:
+        # The last step line comes through mpirun's forwarding, a step or so after the step itself
+        # (and its snapshot) happened: a snapshot newer than that, by more, came after the cut.
+        if steps and max(steps) > reached + 2:
             fail("the cut-off h1 wrote a snapshot of step %d, after the loss at step %d" % (max(steps), reached))
         print("h1's old processes ended by themselves; its snapshots: steps %s" % steps)
 
