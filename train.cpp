@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -210,18 +211,21 @@ int run(TrainOptions& o, const OptionTable& table, Communicator& world, Device d
   return train_loop(o, trainer, validation, log, outputs, snapshots, watchdog, world.rank(), start);
 }
 
+// Under the supervisor (scripts/launch --restarts), beats from the first moment, beside every
+// step, save and collective: a host whose beats stop is lost within seconds.
+std::unique_ptr<Heartbeat> start_heartbeat() {
+  try {
+    return Heartbeat::from_environment();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train: error: %s\n", e.what());
+    std::exit(1);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Under the supervisor (scripts/launch --restarts), beats from the first moment, beside every
-  // step, save and collective: a host whose beats stop is lost within seconds (issue 43).
-  std::unique_ptr<Heartbeat> heartbeat;
-  try {
-    heartbeat = Heartbeat::from_environment();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "train: error: %s\n", e.what());
-    return 1;
-  }
+  const std::unique_ptr<Heartbeat> heartbeat = start_heartbeat();
   // Under mpirun (or srun) each process is one tensor-parallel rank of one replica (--tp); alone,
   // no launcher is needed.
   std::unique_ptr<MpiRuntime> mpi;
