@@ -61,8 +61,10 @@ int watch(const Settings& s) {
   HostSilence silence(s.hosts, s.timeout_s, s.startup_s, start);
   double stopping_since = -1, last_beat = start;
   for (;;) {
+    // A beat wakes it at once; the timeout only paces the judgement (a tenth of the interval would
+    // do): waking every 20 ms slowed the job's steps 2.5% on 2 oversubscribed cores (measured).
     pollfd p{sock, POLLIN, 0};
-    poll(&p, 1, 20);
+    poll(&p, 1, static_cast<int>(interval * 500));
     const double now = now_ms() / 1000;
     char buf[512];
     sockaddr_in from{};
